@@ -1,0 +1,62 @@
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { cors } from "hono/cors";
+import { requestId } from "hono/request-id";
+import { secureHeaders } from "hono/secure-headers";
+import { getConfig } from "./config/config";
+import { authRoutes } from "./auth/routes";
+import { authzRoutes } from "./authz/routes";
+import { ApiError, Messages } from "./http/errors";
+import { handleError, loadConfig, notFoundOrMethodNotAllowed } from "./http/middleware";
+import type { AppEnv } from "./http/types";
+import { keyRoutes } from "./users/keys";
+import { userRoutes } from "./users/routes";
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** Every `/api/v2` route, chained so `typeof api` describes the whole interface. */
+const api = new Hono<AppEnv>()
+  .route("/", authzRoutes)
+  .route("/", authRoutes)
+  .route("/", keyRoutes)
+  .route("/", userRoutes);
+
+export const app = new Hono<AppEnv>();
+
+app.use(requestId({ headerName: "X-Request-Id" }));
+app.use(secureHeaders({ crossOriginResourcePolicy: "same-site" }));
+app.use("/api/*", async (c, next) => {
+  await next();
+  // Authenticated answers must not be cached by browsers or shared caches.
+  c.header("Cache-Control", "no-store");
+});
+app.use(loadConfig);
+app.use(
+  "/api/*",
+  cors({
+    // Only the listed origins (SPEC §8 CORS_ALLOWED_ORIGINS) may call from a browser; credentials allowed for them.
+    origin: (origin, c) => (getConfig(c.env).CORS_ALLOWED_ORIGINS.includes(origin) ? origin : null),
+    credentials: true,
+    allowHeaders: ["Content-Type", "Service-Session-Token", "Authorization"],
+    allowMethods: ["GET", "POST", "PUT", "PATCH", "DELETE"],
+    exposeHeaders: ["X-Request-Id", "Retry-After"],
+    maxAge: 600,
+  }),
+);
+app.use(
+  "/api/*",
+  bodyLimit({
+    maxSize: MAX_BODY_BYTES,
+    onError: () => {
+      throw new ApiError(413, Messages.tooLarge, { detail: `The limit is ${MAX_BODY_BYTES} bytes.` });
+    },
+  }),
+);
+
+app.get("/healthz", (c) => c.text("OK"));
+app.route("/api/v2", api);
+
+app.onError(handleError);
+app.notFound(notFoundOrMethodNotAllowed(app));
+
+export type HeraldApi = typeof api;

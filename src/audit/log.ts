@@ -1,0 +1,38 @@
+import type { Context } from "hono";
+import type { Database } from "../db/client";
+import { auditLogs } from "../db/schema";
+import type { AppEnv } from "../http/types";
+import { nowIso } from "../lib/crypto";
+
+export interface AuditEvent {
+  action: string;
+  resourceType: string;
+  resourceId: string;
+  /** What changed; callers never put secrets or hashes here. */
+  diff?: Record<string, unknown>;
+  /** The actor; defaults to the authenticated caller. */
+  userId?: string | null;
+}
+
+/**
+ * Builds the audit insert for a state change so callers can put it in the same `db.batch()` as the change itself:
+ * either both commit or neither does.
+ */
+export function auditInsert(db: Database, c: Context<AppEnv>, event: AuditEvent) {
+  return db.insert(auditLogs).values({
+    id: crypto.randomUUID(),
+    time: nowIso(),
+    userId: event.userId !== undefined ? event.userId : (c.get("auth")?.user.id ?? null),
+    action: event.action,
+    resourceType: event.resourceType,
+    resourceId: event.resourceId,
+    diff: event.diff ?? {},
+    ip: clientIp(c),
+    requestId: c.get("requestId") ?? "",
+  });
+}
+
+/** The client address Cloudflare reports; local runs have none. */
+export function clientIp(c: Context): string {
+  return c.req.header("CF-Connecting-IP") ?? "";
+}

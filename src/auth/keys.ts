@@ -1,0 +1,35 @@
+import type { Database } from "../db/client";
+import { apiKeys, type ApiKeyRow } from "../db/schema";
+import { nowIso } from "../lib/crypto";
+import { generateToken } from "./tokens";
+
+export interface IssueKeyInput {
+  userId: string;
+  loginType: ApiKeyRow["loginType"];
+  lifetimeMs: number;
+  scopes?: string[];
+  tokenName?: string | null;
+}
+
+/**
+ * Creates a session or API token. Returns the one-time plaintext token and the insert, which callers batch with
+ * related writes (audit entry, rehash) so they commit together.
+ */
+export async function issueKey(db: Database, input: IssueKeyInput) {
+  const { id, token, hashedSecret } = await generateToken();
+  const now = Date.now();
+  const row: ApiKeyRow = {
+    id,
+    hashedSecret,
+    userId: input.userId,
+    loginType: input.loginType,
+    tokenName: input.tokenName ?? null,
+    scopes: input.scopes ?? ["all"],
+    lifetimeSeconds: Math.floor(input.lifetimeMs / 1000),
+    expiresAt: nowIso(now + input.lifetimeMs),
+    createdAt: nowIso(now),
+    updatedAt: nowIso(now),
+    lastUsed: nowIso(now),
+  };
+  return { token, row, insert: db.insert(apiKeys).values(row) };
+}

@@ -1,0 +1,33 @@
+import { eq } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { users, type UserRow } from "../db/schema";
+import { ApiError, forbidden } from "../http/errors";
+import { findLiveUserByEmail } from "../users/service";
+import { hashPassword, verifyPassword } from "./passwords/hash";
+
+export const LoginMessages = {
+  incorrect: "Incorrect email or password.",
+  suspended: "Your account is suspended. Contact an admin to reactivate your account.",
+  disabled: "Password authentication is disabled.",
+  wrongType: (t: string) => `Incorrect login type, attempting to use "password" but user is of login type "${t}"`,
+} as const;
+
+/**
+ * Checks an e-mail/password pair exactly as SPEC §3 A3 orders it. An unknown e-mail verifies a dummy hash, so it
+ * costs the same time as a wrong password and both get the same 401. Only after a correct password are the login
+ * type and suspension revealed.
+ */
+export async function verifyLogin(db: Database, email: string, password: string): Promise<UserRow> {
+  const user = await findLiveUserByEmail(db, email);
+  const { valid, needsRehash } = await verifyPassword(user?.hashedPassword, password);
+  if (!user || !valid) throw new ApiError(401, LoginMessages.incorrect);
+  if (user.loginType !== "password") throw forbidden(LoginMessages.wrongType(user.loginType));
+  if (user.status === "suspended") throw new ApiError(401, LoginMessages.suspended);
+  if (needsRehash) {
+    // Imported Coder hashes (pbkdf2) and older parameters are upgraded to argon2id while we hold the password.
+    const hashedPassword = await hashPassword(password);
+    await db.update(users).set({ hashedPassword }).where(eq(users.id, user.id));
+    user.hashedPassword = hashedPassword;
+  }
+  return user;
+}

@@ -1,0 +1,53 @@
+import { eq } from "drizzle-orm";
+import { Hono } from "hono";
+import { z } from "zod";
+import { auditInsert } from "../audit/log";
+import { database } from "../db/client";
+import { apiKeys } from "../db/schema";
+import { forbidden } from "../http/errors";
+import type { AppEnv } from "../http/types";
+import { jsonBody } from "../http/validate";
+import { clearSessionCookie, setSessionCookie } from "./cookies";
+import { issueKey } from "./keys";
+import { LoginMessages, verifyLogin } from "./login";
+import { checkPasswordPolicy } from "./passwords/policy";
+import { limitPerAccount, limitPerIp } from "./rate-limit";
+import { requireAuth } from "./session";
+
+export const loginBody = z.object({ email: z.email().max(320), password: z.string().max(1024) });
+export const validatePasswordBody = z.object({ password: z.string().max(4096) });
+
+/** Sign-in and session endpoints: A3, A6 and logout. */
+export const authRoutes = new Hono<AppEnv>()
+  .post("/users/login", jsonBody(loginBody), async (c) => {
+    const { email, password } = c.req.valid("json");
+    const config = c.var.config;
+    await limitPerIp(c, "login");
+    if (config.PASSWORD_AUTH_DISABLED) throw forbidden(LoginMessages.disabled);
+    await limitPerAccount(c, "login", email);
+
+    const db = database(c.env.DB);
+    const user = await verifyLogin(db, email, password);
+    const session = await issueKey(db, { userId: user.id, loginType: "password", lifetimeMs: config.SESSION_DURATION });
+    await db.batch([
+      session.insert,
+      auditInsert(db, c, { userId: user.id, action: "login", resourceType: "api_key", resourceId: session.row.id }),
+    ]);
+    setSessionCookie(c, config, session.token, new Date(session.row.expiresAt));
+    return c.json({ session_token: session.token }, 201);
+  })
+  .post("/users/logout", requireAuth, async (c) => {
+    const { key, user } = c.var.auth;
+    const db = database(c.env.DB);
+    await db.batch([
+      db.delete(apiKeys).where(eq(apiKeys.id, key.id)),
+      auditInsert(db, c, { userId: user.id, action: "logout", resourceType: "api_key", resourceId: key.id }),
+    ]);
+    clearSessionCookie(c, c.var.config);
+    return c.json({ message: "Logged out!" }, 200);
+  })
+  .post("/users/validate-password", requireAuth, jsonBody(validatePasswordBody), (c) => {
+    const { password } = c.req.valid("json");
+    const { email, username, name } = c.var.auth.user;
+    return c.json(checkPasswordPolicy(password, { email, username, name }), 200);
+  });

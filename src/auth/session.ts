@@ -1,0 +1,139 @@
+import { eq, inArray } from "drizzle-orm";
+import type { Context } from "hono";
+import { createMiddleware } from "hono/factory";
+import type { Subject } from "../authz/evaluate";
+import type { Config } from "../config/config";
+import { database, type Database } from "../db/client";
+import { apiKeys, organizationMembers, users, type ApiKeyRow, type UserRow } from "../db/schema";
+import { forbidden, unauthorized } from "../http/errors";
+import type { AppEnv } from "../http/types";
+import { nowIso, timingSafeEqualText } from "../lib/crypto";
+import { readSessionCookie } from "./cookies";
+import { hashTokenSecret, parseToken } from "./tokens";
+
+export const SESSION_HEADER = "Service-Session-Token";
+/** `last_used` (and a session's sliding expiry) is written at most this often per key: no D1 write per request. */
+export const LAST_USED_INTERVAL_MS = 60 * 60 * 1000;
+
+export type CredentialSource = "header" | "bearer" | "cookie";
+
+export type AuthUser = Omit<UserRow, "hashedPassword">;
+
+export interface AuthContext {
+  user: AuthUser;
+  key: ApiKeyRow;
+  /** Organization id → stored organization roles. */
+  orgRoles: Record<string, string[]>;
+  subject: Subject;
+  source: CredentialSource;
+}
+
+interface Credential {
+  token: string;
+  source: CredentialSource;
+}
+
+/** SPEC §2 lookup order: the header, then a bearer Authorization header, then the browser cookie. */
+export function extractCredential(c: Context, config: Config): Credential | undefined {
+  const header = c.req.header(SESSION_HEADER);
+  if (header) return { token: header.trim(), source: "header" };
+  const authorization = c.req.header("Authorization");
+  const bearer = authorization && /^Bearer\s+(.+)$/i.exec(authorization)?.[1];
+  if (bearer) return { token: bearer.trim(), source: "bearer" };
+  const cookie = readSessionCookie(c, config);
+  if (cookie) return { token: cookie, source: "cookie" };
+  return undefined;
+}
+
+async function loadKey(db: Database, keyId: string) {
+  // Three statements, one round trip. (Separate selects rather than a join: D1 returns rows as objects, so the
+  // two tables' same-named columns would collide.)
+  const ownerId = db.select({ userId: apiKeys.userId }).from(apiKeys).where(eq(apiKeys.id, keyId));
+  const [keys, owners, memberships] = await db.batch([
+    db.select().from(apiKeys).where(eq(apiKeys.id, keyId)),
+    db.select().from(users).where(inArray(users.id, ownerId)),
+    db
+      .select({ organizationId: organizationMembers.organizationId, roles: organizationMembers.roles })
+      .from(organizationMembers)
+      .where(inArray(organizationMembers.userId, ownerId)),
+  ]);
+  const key = keys[0];
+  const user = owners[0];
+  if (!key || !user) return undefined;
+  const orgRoles: Record<string, string[]> = {};
+  for (const m of memberships) orgRoles[m.organizationId] = m.roles;
+  return { key, user, orgRoles };
+}
+
+export function subjectFor(user: AuthUser, orgRoles: Record<string, string[]>, scopes: readonly string[]): Subject {
+  return { id: user.id, siteRoles: user.roles, orgRoles, scopes, isSystem: user.isSystem };
+}
+
+/**
+ * Resolves a credential to its key and user (SPEC §2). One D1 round trip (a batch); the hourly `last_used` /
+ * sliding-expiry write happens after the response through `waitUntil`.
+ */
+export async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
+  const config = c.var.config;
+  const credential = extractCredential(c, config);
+  if (!credential) {
+    throw unauthorized(
+      `No session token was sent: use the ${SESSION_HEADER} header, an Authorization bearer header or the session cookie.`,
+    );
+  }
+  const parsed = parseToken(credential.token);
+  if (!parsed) throw unauthorized("The session token is malformed.");
+
+  const db = database(c.env.DB);
+  const found = await loadKey(db, parsed.id);
+  if (!found || found.user.deleted) throw unauthorized("The session token is unknown or has been revoked.");
+  const { key, user: userRow, orgRoles } = found;
+  if (!timingSafeEqualText(await hashTokenSecret(parsed.secret), key.hashedSecret)) {
+    throw unauthorized("The session token secret is invalid.");
+  }
+  const now = Date.now();
+  if (Date.parse(key.expiresAt) <= now) throw unauthorized(`The session token expired at ${key.expiresAt}.`);
+  if (userRow.status === "suspended") throw unauthorized("The user account is suspended.");
+
+  if (now - Date.parse(key.lastUsed) >= LAST_USED_INTERVAL_MS) {
+    const update: Partial<ApiKeyRow> = { lastUsed: nowIso(now) };
+    // Login sessions slide forward on use; named API tokens keep their fixed lifetime.
+    if (key.loginType !== "token") update.expiresAt = nowIso(now + config.SESSION_DURATION);
+    Object.assign(key, update);
+    c.executionCtx.waitUntil(
+      db.batch([
+        db.update(apiKeys).set(update).where(eq(apiKeys.id, key.id)),
+        db.update(users).set({ lastSeenAt: nowIso(now) }).where(eq(users.id, userRow.id)),
+      ]),
+    );
+  }
+
+  const { hashedPassword: _omit, ...user } = userRow;
+  return { user, key, orgRoles, subject: subjectFor(user, orgRoles, key.scopes), source: credential.source };
+}
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** Origins a cookie-authenticated state change may come from: the service itself plus CORS_ALLOWED_ORIGINS. */
+export function isAllowedOrigin(c: Context<AppEnv>, origin: string): boolean {
+  const config = c.var.config;
+  return origin === config.origin || origin === new URL(c.req.url).origin || config.CORS_ALLOWED_ORIGINS.includes(origin);
+}
+
+/**
+ * Requires a valid credential. A cookie is sent by the browser on its own, so a cookie-authenticated request that
+ * changes state (or upgrades to a WebSocket) must also prove where it comes from: an allowed `Origin` (SPEC §2).
+ */
+export const requireAuth = createMiddleware<AppEnv>(async (c, next) => {
+  const auth = await authenticate(c);
+  const upgrading = c.req.header("Upgrade")?.toLowerCase() === "websocket";
+  if (auth.source === "cookie" && (!SAFE_METHODS.has(c.req.method) || upgrading)) {
+    const origin = c.req.header("Origin");
+    if (!origin || !isAllowedOrigin(c, origin)) {
+      throw forbidden("Forbidden.", "Requests authenticated by cookie must come from an allowed origin.");
+    }
+  }
+  c.set("auth", auth);
+  await next();
+});
+

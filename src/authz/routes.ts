@@ -1,0 +1,67 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import { requireAuth } from "../auth/session";
+import { database } from "../db/client";
+import type { AppEnv } from "../http/types";
+import { jsonBody } from "../http/validate";
+import { EXTERNAL_SCOPES, isAction, isResourceType } from "./catalog";
+import { authorize, type AuthzObject } from "./evaluate";
+import { loadPlacements } from "./resources";
+
+export const MAX_CHECKS = 100;
+
+const authorizationObject = z.object({
+  resource_type: z.string().min(1).max(64),
+  owner_id: z.string().max(64).optional(),
+  organization_id: z.string().max(64).optional(),
+  resource_id: z.string().max(64).optional(),
+  any_org: z.boolean().optional(),
+});
+
+export const authorizationRequest = z.object({
+  checks: z
+    .record(z.string().max(256), z.object({ action: z.string().min(1).max(64), object: authorizationObject }))
+    .refine((checks) => Object.keys(checks).length <= MAX_CHECKS, `At most ${MAX_CHECKS} checks per request.`),
+});
+
+/** A1 (public) and A2. */
+export const authzRoutes = new Hono<AppEnv>()
+  .get("/auth/scopes", (c) => c.json({ external: [...EXTERNAL_SCOPES] }, 200))
+  .post("/authcheck", requireAuth, jsonBody(authorizationRequest), async (c) => {
+    const { checks } = c.req.valid("json");
+    const { subject } = c.var.auth;
+    const entries = Object.entries(checks);
+
+    const lookups = entries.flatMap(([, check]) => {
+      const { resource_type: type, resource_id: id } = check.object;
+      return id !== undefined && isResourceType(type) ? [{ type, id }] : [];
+    });
+    const placements = lookups.length > 0 ? await loadPlacements(database(c.env.DB), lookups) : new Map();
+
+    const result: Record<string, boolean> = {};
+    for (const [key, { action, object }] of entries) {
+      const type = object.resource_type;
+      // Unknown actions and types are simply not allowed (SPEC §3 A2), never an error.
+      if (!isAction(action) || (type !== "*" && !isResourceType(type))) {
+        result[key] = false;
+        continue;
+      }
+      const target: AuthzObject = {
+        type,
+        ownerId: object.owner_id === "me" ? subject.id : object.owner_id,
+        orgId: object.organization_id,
+        anyOrg: object.any_org,
+      };
+      if (object.resource_id !== undefined && type !== "*") {
+        const placement = placements.get(`${type}:${object.resource_id}`);
+        if (!placement) {
+          result[key] = false; // the object does not exist (or is not stored here)
+          continue;
+        }
+        target.ownerId = placement.ownerId ?? target.ownerId;
+        target.orgId = placement.orgId ?? target.orgId;
+      }
+      result[key] = authorize(subject, action, target);
+    }
+    return c.json(result, 200);
+  });

@@ -1,0 +1,93 @@
+import { z } from "zod";
+import type { Env } from "../env";
+import { parseDuration } from "./duration";
+
+const duration = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((text, ctx) => {
+      const ms = parseDuration(text);
+      if (ms === undefined || ms <= 0) {
+        ctx.addIssue({ code: "custom", message: `"${text}" is not a duration such as 24h or 10m` });
+        return z.NEVER;
+      }
+      return ms;
+    });
+
+const bool = (fallback: boolean) =>
+  z
+    .enum(["true", "false", "1", "0", ""])
+    .default(fallback ? "true" : "false")
+    .transform((v) => (v === "" ? fallback : v === "true" || v === "1"));
+
+const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v && v.trim() !== "" ? v.trim() : undefined));
+
+const configSchema = z.object({
+  ACCESS_URL: z.url({ protocol: /^https?$/ }).default("http://localhost:8787"),
+  SECRET_KEY: z.string().min(32, "must be at least 32 characters of random data"),
+  SESSION_DURATION: duration("24h"),
+  TOKEN_MAX_LIFETIME: duration("720h"),
+  PASSWORD_AUTH_DISABLED: bool(false),
+  OTP_TTL: duration("10m"),
+  CORS_ALLOWED_ORIGINS: z
+    .string()
+    .default("")
+    .transform((v) =>
+      v
+        .split(",")
+        .map((o) => o.trim().replace(/\/$/, ""))
+        .filter((o) => o !== ""),
+    ),
+  NOTIFICATIONS_METHOD: z.enum(["smtp", "webhook"]).default("smtp"),
+  NOTIFICATIONS_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+  NOTIFICATIONS_WEBHOOK_URL: optionalText,
+  NOTIFICATIONS_WEBHOOK_SECRET: optionalText,
+  EMAIL_FROM: optionalText,
+  EMAIL_SMARTHOST: optionalText,
+  EMAIL_USERNAME: optionalText,
+  EMAIL_PASSWORD: optionalText,
+  EMAIL_TLS: optionalText,
+  OIDC_ISSUER_URL: optionalText,
+  OIDC_CLIENT_ID: optionalText,
+  OIDC_CLIENT_SECRET: optionalText,
+  OIDC_ALLOW_SIGNUPS: bool(false),
+  GITHUB_CLIENT_ID: optionalText,
+  GITHUB_CLIENT_SECRET: optionalText,
+});
+
+export type Config = z.output<typeof configSchema> & {
+  /** Origin of ACCESS_URL, e.g. "https://herald.example.com". */
+  origin: string;
+  /** True when ACCESS_URL is https: cookies get `Secure` and the `__Host-` prefix. */
+  secure: boolean;
+};
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+// The environment object is the same for the life of an isolate, so the parsed form is kept beside it.
+const cache = new WeakMap<object, Config>();
+
+/**
+ * Reads and validates the configuration (SPEC §8). Invalid configuration throws a ConfigError naming every bad
+ * variable (never its value): the error handler logs it and answers 500, so a misconfiguration is loud at the first
+ * request instead of silently changing behaviour.
+ */
+export function getConfig(env: Env): Config {
+  const cached = cache.get(env);
+  if (cached) return cached;
+  const parsed = configSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+    throw new ConfigError(`Invalid configuration: ${problems}`);
+  }
+  const url = new URL(parsed.data.ACCESS_URL);
+  const config: Config = { ...parsed.data, origin: url.origin, secure: url.protocol === "https:" };
+  cache.set(env, config);
+  return config;
+}

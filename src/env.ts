@@ -1,0 +1,41 @@
+import type { UserInbox } from "./inbox/user-inbox";
+
+/** Bindings and variables the Worker receives (see wrangler.toml and SPEC §8). */
+export interface Env {
+  DB: D1Database;
+  USER_INBOX: DurableObjectNamespace<UserInbox>;
+  LOGIN_IP_LIMITER: RateLimit;
+  LOGIN_ACCOUNT_LIMITER: RateLimit;
+
+  ACCESS_URL?: string;
+  SECRET_KEY?: string;
+  SESSION_DURATION?: string;
+  TOKEN_MAX_LIFETIME?: string;
+  PASSWORD_AUTH_DISABLED?: string;
+  OTP_TTL?: string;
+  CORS_ALLOWED_ORIGINS?: string;
+  NOTIFICATIONS_METHOD?: string;
+  NOTIFICATIONS_MAX_ATTEMPTS?: string;
+  NOTIFICATIONS_WEBHOOK_URL?: string;
+  NOTIFICATIONS_WEBHOOK_SECRET?: string;
+  EMAIL_FROM?: string;
+  EMAIL_SMARTHOST?: string;
+  EMAIL_USERNAME?: string;
+  EMAIL_PASSWORD?: string;
+  EMAIL_TLS?: string;
+  OIDC_ISSUER_URL?: string;
+  OIDC_CLIENT_ID?: string;
+  OIDC_CLIENT_SECRET?: string;
+  OIDC_ALLOW_SIGNUPS?: string;
+  GITHUB_CLIENT_ID?: string;
+  GITHUB_CLIENT_SECRET?: string;
+}
+
+type HeraldEnv = Env;
+
+declare global {
+  namespace Cloudflare {
+    // Lets `env` from "cloudflare:workers" / "cloudflare:test" carry Herald's bindings.
+    interface Env extends HeraldEnv {}
+  }
+}

@@ -1,0 +1,81 @@
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+/** One entry of the `validations` array of an error body (SPEC §1). */
+export interface FieldValidation {
+  field: string;
+  detail: string;
+}
+
+/** The error body every non-2xx response carries (SPEC §1); empty `detail`/`validations` are omitted. */
+export interface ErrorBody {
+  message: string;
+  detail?: string;
+  validations?: FieldValidation[];
+}
+
+/** Short messages that clients compare (SPEC quotes them; they follow Coder's wording). */
+export const Messages = {
+  badJson: "Request body must be valid JSON.",
+  validation: "Validation failed.",
+  signedOut: "You are signed out or your session has expired. Please sign in again to continue.",
+  notFoundOrNoAccess: "Resource not found or you do not have access to this resource",
+  forbidden: "Forbidden.",
+  routeNotFound: "Route not found.",
+  methodNotAllowed: "Method not allowed.",
+  tooLarge: "Request body is too large.",
+  internal: "An internal server error occurred.",
+} as const;
+
+/**
+ * An error that becomes an HTTP response in exactly one place, the app's error handler. Handlers and plain
+ * functions throw it instead of building responses, so every non-2xx body has the same shape.
+ */
+export class ApiError extends Error {
+  override name = "ApiError";
+  readonly status: ContentfulStatusCode;
+  readonly detail: string | undefined;
+  readonly validations: FieldValidation[] | undefined;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    status: ContentfulStatusCode,
+    message: string,
+    options: { detail?: string; validations?: FieldValidation[]; headers?: Record<string, string> } = {},
+  ) {
+    super(message);
+    this.status = status;
+    this.detail = options.detail;
+    this.validations = options.validations;
+    this.headers = options.headers ?? {};
+  }
+
+  body(): ErrorBody {
+    const body: ErrorBody = { message: this.message };
+    if (this.detail) body.detail = this.detail;
+    if (this.validations && this.validations.length > 0) body.validations = this.validations;
+    return body;
+  }
+}
+
+export const badRequest = (message: string, options?: { detail?: string; validations?: FieldValidation[] }) =>
+  new ApiError(400, message, options);
+
+export const validationFailed = (validations: FieldValidation[]) =>
+  new ApiError(400, Messages.validation, { validations });
+
+export const unauthorized = (detail: string) => new ApiError(401, Messages.signedOut, { detail });
+
+export const forbidden = (message: string = Messages.forbidden, detail?: string) =>
+  new ApiError(403, message, detail ? { detail } : {});
+
+export const notFound = () => new ApiError(404, Messages.notFoundOrNoAccess);
+
+export const conflict = (message: string, detail?: string) => new ApiError(409, message, detail ? { detail } : {});
+
+/** 429 with the message of SPEC §1 and a `Retry-After` in seconds. */
+export function rateLimited(limit: number, periodSeconds: number): ApiError {
+  const period = periodSeconds % 60 === 0 ? `${periodSeconds / 60}m0s` : `${periodSeconds}s`;
+  return new ApiError(429, `You've been rate limited for sending more than ${limit} requests in ${period}.`, {
+    headers: { "Retry-After": String(periodSeconds) },
+  });
+}

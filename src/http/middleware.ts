@@ -1,0 +1,65 @@
+import type { Context, ErrorHandler, Hono, MiddlewareHandler, NotFoundHandler } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { PatternRouter } from "hono/router/pattern-router";
+import { ConfigError, getConfig } from "../config/config";
+import { ApiError, Messages } from "./errors";
+import type { AppEnv } from "./types";
+
+/** Loads (and on the first request validates) the configuration; a bad one fails loudly through the error handler. */
+export const loadConfig: MiddlewareHandler<AppEnv> = async (c, next) => {
+  c.set("config", getConfig(c.env));
+  await next();
+};
+
+/**
+ * What an unexpected error may put in a log line: its name and first message line. Drizzle appends the bound
+ * parameters of a failed query (e-mails, hashes) after "params:", so those never reach the log.
+ */
+function describeForLog(error: unknown): string {
+  if (!(error instanceof Error)) return "non-Error value thrown";
+  const cause = error.cause instanceof Error ? ` (cause: ${error.cause.message.split("\n")[0]})` : "";
+  const message = (error.message.split(/\nparams:/)[0] ?? "").slice(0, 500);
+  return `${error.name}: ${message}${cause}`;
+}
+
+function errorResponse(c: Context<AppEnv>, error: ApiError): Response {
+  for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
+  return c.json(error.body(), error.status);
+}
+
+/** The one place that shapes error bodies (SPEC §1). */
+export const handleError: ErrorHandler<AppEnv> = (error, c) => {
+  if (error instanceof ApiError) return errorResponse(c, error);
+  if (error instanceof HTTPException) {
+    // Hono's own middleware (body limit, validators) throws these.
+    if (error.status === 413) return errorResponse(c, new ApiError(413, Messages.tooLarge, { detail: "The limit is 1 MiB." }));
+    if (error.status === 400) return errorResponse(c, new ApiError(400, Messages.badJson));
+    if (error.status < 500) return errorResponse(c, new ApiError(error.status as 400, error.message || Messages.forbidden));
+  }
+  const requestId = c.get("requestId") ?? "unknown";
+  if (error instanceof ConfigError) console.error(`[herald] ${error.message} (request ${requestId})`);
+  else console.error(`[herald] unexpected error in request ${requestId}: ${describeForLog(error)}`);
+  return errorResponse(c, new ApiError(500, Messages.internal, { detail: `Request ID: ${requestId}` }));
+};
+
+/**
+ * 404 for unknown routes, 405 with `Allow` for a known path asked with a method it does not serve. The route table
+ * is read from the app once, so a new route needs no extra registration here.
+ */
+export function notFoundOrMethodNotAllowed(app: Hono<AppEnv>): NotFoundHandler<AppEnv> {
+  let router: PatternRouter<string> | undefined;
+  const methods = ["GET", "POST", "PUT", "PATCH", "DELETE"];
+  return (c) => {
+    if (!router) {
+      router = new PatternRouter<string>();
+      for (const route of app.routes) if (route.method !== "ALL") router.add(route.method, route.path, route.method);
+    }
+    const path = new URL(c.req.url).pathname;
+    const allowed = methods.filter((m) => router?.match(m, path)[0].length);
+    if (allowed.length > 0) {
+      if (allowed.includes("GET")) allowed.push("HEAD");
+      return errorResponse(c, new ApiError(405, Messages.methodNotAllowed, { headers: { Allow: allowed.join(", ") } }));
+    }
+    return errorResponse(c, new ApiError(404, Messages.routeNotFound));
+  };
+}

@@ -1,0 +1,106 @@
+import { and, desc, eq } from "drizzle-orm";
+import { Hono } from "hono";
+import { auditInsert } from "../audit/log";
+import { issueKey } from "../auth/keys";
+import { requireAuth } from "../auth/session";
+import { isKnownScope } from "../authz/catalog";
+import { assertCan } from "../authz/guard";
+import { database } from "../db/client";
+import { apiKeys, type ApiKeyRow } from "../db/schema";
+import { ApiError, badRequest, conflict, forbidden, Messages } from "../http/errors";
+import type { AppEnv } from "../http/types";
+import { jsonBody } from "../http/validate";
+import { resolveUser } from "./resolve";
+import { createTokenBody } from "./schemas";
+import { isUniqueViolation } from "./service";
+
+const DEFAULT_TOKEN_LIFETIME_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** Coder's `APIKey` shape; the secret and its hash never leave the database. */
+function toApiKeyResponse(key: ApiKeyRow) {
+  return {
+    id: key.id,
+    user_id: key.userId,
+    token_name: key.tokenName ?? "",
+    login_type: key.loginType,
+    scopes: key.scopes,
+    lifetime_seconds: key.lifetimeSeconds,
+    expires_at: key.expiresAt,
+    created_at: key.createdAt,
+    updated_at: key.updatedAt,
+    last_used: key.lastUsed,
+  };
+}
+
+/** A scoped credential can only mint tokens within its own scopes, never widen them. */
+function withinScopes(callerScopes: readonly string[], requested: readonly string[]): boolean {
+  if (callerScopes.includes("all")) return true;
+  return requested.every((scope) => {
+    if (callerScopes.includes(scope)) return true;
+    const type = scope.split(":")[0];
+    return scope !== "all" && callerScopes.includes(`${type}:*`);
+  });
+}
+
+/** Named API tokens (SPEC §7). */
+export const keyRoutes = new Hono<AppEnv>()
+  .post("/users/:user/keys/tokens", requireAuth, jsonBody(createTokenBody), async (c) => {
+    const body = c.req.valid("json");
+    const user = await resolveUser(c, c.req.param("user"));
+    assertCan(c, "create", { type: "api_key", ownerId: user.id });
+    const scopes = [...new Set(body.scopes ?? ["all"])].sort();
+    const unknown = scopes.filter((s) => !isKnownScope(s));
+    if (unknown.length > 0) {
+      throw badRequest("Invalid scopes.", { validations: unknown.map((s) => ({ field: "scopes", detail: `Unknown scope "${s}".` })) });
+    }
+    if (!withinScopes(c.var.auth.key.scopes, scopes)) {
+      throw forbidden("Forbidden.", "A token cannot be given scopes its creator's credential does not hold.");
+    }
+    const maxMs = c.var.config.TOKEN_MAX_LIFETIME;
+    const lifetimeMs = body.lifetime !== undefined ? body.lifetime * 1000 : Math.min(DEFAULT_TOKEN_LIFETIME_MS, maxMs);
+    if (lifetimeMs > maxMs) {
+      throw badRequest(`Lifetime must be at most ${Math.floor(maxMs / 1000)} seconds.`, {
+        validations: [{ field: "lifetime", detail: `The maximum token lifetime is ${Math.floor(maxMs / 1000)} seconds.` }],
+      });
+    }
+    const db = database(c.env.DB);
+    const key = await issueKey(db, { userId: user.id, loginType: "token", lifetimeMs, scopes, tokenName: body.token_name });
+    try {
+      await db.batch([
+        key.insert,
+        auditInsert(db, c, { action: "create", resourceType: "api_key", resourceId: key.row.id, diff: { token_name: body.token_name, scopes, owner: user.id } }),
+      ]);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw conflict(`A token with name "${body.token_name}" already exists.`);
+      throw error;
+    }
+    return c.json({ key: key.token }, 201);
+  })
+  .get("/users/:user/keys/tokens", requireAuth, async (c) => {
+    const user = await resolveUser(c, c.req.param("user"));
+    assertCan(c, "read", { type: "api_key", ownerId: user.id });
+    const db = database(c.env.DB);
+    const rows = await db
+      .select()
+      .from(apiKeys)
+      .where(and(eq(apiKeys.userId, user.id), eq(apiKeys.loginType, "token")))
+      .orderBy(desc(apiKeys.createdAt));
+    return c.json(rows.map(toApiKeyResponse), 200);
+  })
+  .delete("/users/:user/keys/:id", requireAuth, async (c) => {
+    const user = await resolveUser(c, c.req.param("user"));
+    const id = c.req.param("id");
+    assertCan(c, "delete", { type: "api_key", ownerId: user.id });
+    const db = database(c.env.DB);
+    const existing = await db
+      .select({ id: apiKeys.id })
+      .from(apiKeys)
+      .where(and(eq(apiKeys.id, id), eq(apiKeys.userId, user.id)))
+      .limit(1);
+    if (existing.length === 0) throw new ApiError(404, Messages.notFoundOrNoAccess);
+    await db.batch([
+      db.delete(apiKeys).where(eq(apiKeys.id, id)),
+      auditInsert(db, c, { action: "delete", resourceType: "api_key", resourceId: id, diff: { owner: user.id } }),
+    ]);
+    return c.body(null, 204);
+  });

@@ -1,0 +1,230 @@
+import { and, asc, count, eq, or, sql, type SQL } from "drizzle-orm";
+import { Hono, type Context } from "hono";
+import { auditInsert } from "../audit/log";
+import { hashPassword, verifyPassword } from "../auth/passwords/hash";
+import { requireAuth } from "../auth/session";
+import { assertCan, can } from "../authz/guard";
+import { database } from "../db/client";
+import { apiKeys, organizationMembers, organizations, users, type UserRow } from "../db/schema";
+import { ApiError, badRequest, conflict, forbidden } from "../http/errors";
+import type { AppEnv } from "../http/types";
+import { jsonBody, queryParams } from "../http/validate";
+import { nowIso } from "../lib/crypto";
+import { resolveUser } from "./resolve";
+import {
+  changePasswordBody,
+  createFirstUserBody,
+  createUserBody,
+  listUsersQuery,
+  updateRolesBody,
+} from "./schemas";
+import {
+  DEFAULT_ORG_NAME,
+  assertPasswordPolicy,
+  assertUnique,
+  defaultOrganizationId,
+  isUniqueViolation,
+  organizationIdsOf,
+  toUserResponse,
+  userResponse,
+} from "./service";
+
+/** Only owners act on owners: a user-admin must not take over an owner's account by suspending or re-keying it. */
+function assertMayManage(c: Context<AppEnv>, target: UserRow) {
+  if (target.roles.includes("owner") && !c.var.auth.subject.siteRoles.includes("owner")) {
+    throw forbidden("Forbidden.", "Only an owner can manage another owner.");
+  }
+}
+
+async function firstUserExists(d1: D1Database): Promise<boolean> {
+  const db = database(d1);
+  return (await db.select({ id: users.id }).from(users).limit(1)).length > 0;
+}
+
+/** Accounts (SPEC §7): bootstrap, create/list/get/delete, roles, status and password. */
+export const userRoutes = new Hono<AppEnv>()
+  .get("/users/first", async (c) => {
+    if (await firstUserExists(c.env.DB)) return c.json({ message: "The initial user has already been created!" }, 200);
+    throw new ApiError(404, "The initial user has not been created!");
+  })
+  .post("/users/first", jsonBody(createFirstUserBody), async (c) => {
+    const body = c.req.valid("json");
+    if (await firstUserExists(c.env.DB)) throw conflict("The initial user has already been created.");
+    assertPasswordPolicy(body.password, body);
+    const db = database(c.env.DB);
+    const now = nowIso();
+    const userId = crypto.randomUUID();
+    const organizationId = crypto.randomUUID();
+    const hashedPassword = await hashPassword(body.password);
+    try {
+      // The whole bootstrap commits at once. The default organization's unique name makes a racing second
+      // bootstrap fail as a whole, so there is never a second first owner.
+      await db.batch([
+        db.insert(users).values({
+          id: userId, email: body.email, username: body.username, name: body.name ?? "", hashedPassword,
+          loginType: "password", roles: ["owner"], createdAt: now, updatedAt: now,
+        }),
+        db.insert(organizations).values({
+          id: organizationId, name: DEFAULT_ORG_NAME, displayName: "Default", isDefault: true, createdAt: now, updatedAt: now,
+        }),
+        db.insert(organizationMembers).values({ userId, organizationId, roles: [], createdAt: now, updatedAt: now }),
+        auditInsert(db, c, { userId, action: "create_first_user", resourceType: "user", resourceId: userId, diff: { username: body.username } }),
+      ]);
+    } catch (error) {
+      if (isUniqueViolation(error)) {
+        throw conflict("The initial user has already been created.");
+      }
+      throw error;
+    }
+    return c.json({ user_id: userId, organization_id: organizationId }, 201);
+  })
+  .post("/users", requireAuth, jsonBody(createUserBody), async (c) => {
+    const body = c.req.valid("json");
+    assertCan(c, "create", { type: "user" });
+    const serviceAccount = body.service_account ?? false;
+    const loginType = body.login_type ?? (serviceAccount ? "none" : "password");
+    const email = body.email ?? "";
+    if (body.password) assertPasswordPolicy(body.password, { email, username: body.username, name: body.name ?? "" });
+    const db = database(c.env.DB);
+    await assertUnique(db, email, body.username);
+    const now = nowIso();
+    const row: UserRow = {
+      id: crypto.randomUUID(),
+      email,
+      username: body.username,
+      name: body.name ?? "",
+      hashedPassword: body.password ? await hashPassword(body.password) : null,
+      loginType,
+      status: body.user_status ?? "active",
+      roles: [],
+      isSystem: serviceAccount,
+      deleted: false,
+      createdAt: now,
+      updatedAt: now,
+      lastSeenAt: null,
+    };
+    const organizationId = await defaultOrganizationId(db);
+    try {
+      await db.batch([
+        db.insert(users).values(row),
+        db.insert(organizationMembers).values({ userId: row.id, organizationId, roles: [], createdAt: now, updatedAt: now }),
+        auditInsert(db, c, {
+          action: "create", resourceType: "user", resourceId: row.id,
+          diff: { username: row.username, email: row.email, login_type: loginType, service_account: serviceAccount },
+        }),
+      ]);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw conflict("User with that email or username already exists.");
+      throw error;
+    }
+    return c.json(toUserResponse(row, [organizationId]), 201);
+  })
+  .get("/users", requireAuth, queryParams(listUsersQuery), async (c) => {
+    const { q, status, limit, offset } = c.req.valid("query");
+    const db = database(c.env.DB);
+    const filters: SQL[] = [eq(users.deleted, false)];
+    // Without site-wide read a caller lists only what it may read: itself.
+    if (!can(c, "read", { type: "user" })) filters.push(eq(users.id, c.var.auth.user.id));
+    if (status) filters.push(eq(users.status, status));
+    if (q) {
+      const pattern = `%${q.toLowerCase().replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
+      const search = or(sql`lower(${users.username}) LIKE ${pattern} ESCAPE '\\'`, sql`lower(${users.email}) LIKE ${pattern} ESCAPE '\\'`);
+      if (search) filters.push(search);
+    }
+    const where = and(...filters);
+    const [page, total] = await db.batch([
+      db.select().from(users).where(where).orderBy(asc(sql`lower(${users.username})`)).limit(limit).offset(offset),
+      db.select({ n: count() }).from(users).where(where),
+    ]);
+    const orgs = await organizationIdsOf(db, page.map((u) => u.id));
+    return c.json({ users: page.map((u) => toUserResponse(u, orgs.get(u.id) ?? [])), count: total[0]?.n ?? 0 }, 200);
+  })
+  .get("/users/:user", requireAuth, async (c) => {
+    const user = await resolveUser(c, c.req.param("user"));
+    assertCan(c, "read", { type: "user", ownerId: user.id });
+    return c.json(await userResponse(database(c.env.DB), user), 200);
+  })
+  .delete("/users/:user", requireAuth, async (c) => {
+    const user = await resolveUser(c, c.req.param("user"));
+    assertCan(c, "delete", { type: "user", ownerId: user.id });
+    if (user.id === c.var.auth.user.id) throw forbidden("You cannot delete yourself!");
+    assertMayManage(c, user);
+    const db = database(c.env.DB);
+    // Soft delete: the row stays for the audit trail; every key dies with the account.
+    await db.batch([
+      db.update(users).set({ deleted: true, updatedAt: nowIso() }).where(eq(users.id, user.id)),
+      db.delete(apiKeys).where(eq(apiKeys.userId, user.id)),
+      db.delete(organizationMembers).where(eq(organizationMembers.userId, user.id)),
+      auditInsert(db, c, { action: "delete", resourceType: "user", resourceId: user.id, diff: { username: user.username } }),
+    ]);
+    return c.json({ message: "User has been deleted!" }, 200);
+  })
+  .put("/users/:user/roles", requireAuth, jsonBody(updateRolesBody), async (c) => {
+    const { roles } = c.req.valid("json");
+    const user = await resolveUser(c, c.req.param("user"));
+    if (user.id === c.var.auth.user.id) throw badRequest("You cannot change your own roles.");
+    const wanted = [...new Set(roles)].sort();
+    const added = wanted.filter((r) => !user.roles.includes(r));
+    const removed = user.roles.filter((r) => !wanted.includes(r));
+    for (const role of added) assertCan(c, "assign", { type: "assign_role" }, `You cannot assign the role "${role}".`);
+    for (const role of removed) assertCan(c, "unassign", { type: "assign_role" }, `You cannot unassign the role "${role}".`);
+    // SPEC §5: only an owner grants (or takes away) site roles other than member.
+    if ((added.length > 0 || removed.length > 0) && !c.var.auth.subject.siteRoles.includes("owner")) {
+      throw forbidden("Forbidden.", "Only an owner can grant or remove site roles other than member.");
+    }
+    const db = database(c.env.DB);
+    const updatedAt = nowIso();
+    await db.batch([
+      db.update(users).set({ roles: wanted, updatedAt }).where(eq(users.id, user.id)),
+      auditInsert(db, c, { action: "update_roles", resourceType: "user", resourceId: user.id, diff: { roles: { old: user.roles, new: wanted } } }),
+    ]);
+    return c.json(await userResponse(db, { ...user, roles: wanted, updatedAt }), 200);
+  })
+  .put("/users/:user/status/:status{suspend|activate}", requireAuth, async (c) => {
+    const action = c.req.param("status");
+    const user = await resolveUser(c, c.req.param("user"));
+    assertCan(c, "update", { type: "user", ownerId: user.id });
+    if (user.id === c.var.auth.user.id) throw badRequest(`You cannot ${action} yourself.`);
+    assertMayManage(c, user);
+    const status = action === "suspend" ? "suspended" : "active";
+    const db = database(c.env.DB);
+    const updatedAt = nowIso();
+    await db.batch([
+      db.update(users).set({ status, updatedAt }).where(eq(users.id, user.id)),
+      auditInsert(db, c, { action, resourceType: "user", resourceId: user.id, diff: { status: { old: user.status, new: status } } }),
+    ]);
+    return c.json(await userResponse(db, { ...user, status, updatedAt }), 200);
+  })
+  .put("/users/:user/password", requireAuth, jsonBody(changePasswordBody), async (c) => {
+    const body = c.req.valid("json");
+    const user = await resolveUser(c, c.req.param("user"));
+    const self = user.id === c.var.auth.user.id;
+    if (self) assertCan(c, "update_personal", { type: "user", ownerId: user.id });
+    else {
+      assertCan(c, "update", { type: "user", ownerId: user.id });
+      assertMayManage(c, user);
+    }
+    if (user.loginType !== "password") throw badRequest("Only password users can change their password.");
+    // Your own password needs the old one; an administrator resetting someone else's does not (Coder's rule).
+    if (self) {
+      const { valid } = await verifyPassword(user.hashedPassword, body.old_password ?? "");
+      if (!body.old_password || !valid) {
+        throw badRequest("Old password is incorrect.", { validations: [{ field: "old_password", detail: "Old password is incorrect." }] });
+      }
+    }
+    assertPasswordPolicy(body.password, user);
+    if ((await verifyPassword(user.hashedPassword, body.password)).valid) {
+      throw badRequest("New password cannot match old password.");
+    }
+    const db = database(c.env.DB);
+    const hashedPassword = await hashPassword(body.password);
+    // Other sessions end with the old password; the caller's own session (if self) survives.
+    const keepKey = self ? c.var.auth.key.id : "";
+    await db.batch([
+      db.update(users).set({ hashedPassword, updatedAt: nowIso() }).where(eq(users.id, user.id)),
+      db.delete(apiKeys).where(and(eq(apiKeys.userId, user.id), sql`${apiKeys.id} <> ${keepKey}`)),
+      auditInsert(db, c, { action: "change_password", resourceType: "user", resourceId: user.id }),
+    ]);
+    return c.body(null, 204);
+  });
+

@@ -1,0 +1,98 @@
+import { and, eq, inArray, sql } from "drizzle-orm";
+import { checkPasswordPolicy } from "../auth/passwords/policy";
+import { SITE_ROLES, isSiteRole } from "../authz/roles";
+import type { Database } from "../db/client";
+import { organizationMembers, organizations, users, type UserRow } from "../db/schema";
+import { ApiError, badRequest, conflict } from "../http/errors";
+
+export const DEFAULT_ORG_NAME = "default";
+
+/** The public shape of a user (Coder's `User`); never carries the password hash. */
+export interface UserResponse {
+  id: string;
+  username: string;
+  name: string;
+  email: string;
+  avatar_url: string;
+  created_at: string;
+  updated_at: string;
+  last_seen_at: string | null;
+  status: "active" | "suspended";
+  login_type: UserRow["loginType"];
+  service_account: boolean;
+  organization_ids: string[];
+  roles: { name: string; display_name: string }[];
+}
+
+export function toUserResponse(user: Omit<UserRow, "hashedPassword">, organizationIds: string[]): UserResponse {
+  return {
+    id: user.id,
+    username: user.username,
+    name: user.name,
+    email: user.email,
+    avatar_url: "",
+    created_at: user.createdAt,
+    updated_at: user.updatedAt,
+    last_seen_at: user.lastSeenAt,
+    status: user.status,
+    login_type: user.loginType,
+    service_account: user.isSystem,
+    organization_ids: organizationIds,
+    roles: user.roles.filter(isSiteRole).map((name) => ({ name, display_name: SITE_ROLES[name].displayName })),
+  };
+}
+
+/** Organization ids per user, for a page of users, in one query. */
+export async function organizationIdsOf(db: Database, userIds: string[]): Promise<Map<string, string[]>> {
+  const result = new Map<string, string[]>(userIds.map((id) => [id, []]));
+  if (userIds.length === 0) return result;
+  const rows = await db
+    .select({ userId: organizationMembers.userId, organizationId: organizationMembers.organizationId })
+    .from(organizationMembers)
+    .where(inArray(organizationMembers.userId, userIds));
+  for (const row of rows) result.get(row.userId)?.push(row.organizationId);
+  return result;
+}
+
+export async function userResponse(db: Database, user: Omit<UserRow, "hashedPassword">): Promise<UserResponse> {
+  return toUserResponse(user, (await organizationIdsOf(db, [user.id])).get(user.id) ?? []);
+}
+
+/** SPEC A6's policy, as a 400 on every path that sets a password. */
+export function assertPasswordPolicy(password: string, context: { email?: string; username?: string; name?: string }) {
+  const { valid, details } = checkPasswordPolicy(password, context);
+  if (!valid) throw badRequest("Invalid password.", { validations: [{ field: "password", detail: details }] });
+}
+
+export async function findLiveUserByEmail(db: Database, email: string): Promise<UserRow | undefined> {
+  const rows = await db
+    .select()
+    .from(users)
+    .where(and(sql`lower(${users.email}) = ${email.toLowerCase()}`, eq(users.deleted, false)))
+    .limit(1);
+  return rows[0];
+}
+
+/** 409s that name the clashing field; only callers allowed to create users ever see them. */
+export async function assertUnique(db: Database, email: string | undefined, username: string): Promise<void> {
+  if (email && (await findLiveUserByEmail(db, email))) throw conflict("User with that email already exists.");
+  const byName = await db
+    .select({ id: users.id })
+    .from(users)
+    .where(and(sql`lower(${users.username}) = ${username.toLowerCase()}`, eq(users.deleted, false)))
+    .limit(1);
+  if (byName.length > 0) throw conflict("User with that username already exists.");
+}
+
+export async function defaultOrganizationId(db: Database): Promise<string> {
+  const rows = await db.select({ id: organizations.id }).from(organizations).where(eq(organizations.isDefault, true)).limit(1);
+  const id = rows[0]?.id;
+  if (!id) throw new ApiError(500, "The default organization is missing.");
+  return id;
+}
+
+/** Unique-index races (two creates at once) surface as a constraint error: answer 409, never 500. */
+export function isUniqueViolation(error: unknown): boolean {
+  const text = (e: unknown): string => (e instanceof Error ? `${e.message} ${text(e.cause)}` : "");
+  return /UNIQUE constraint failed/i.test(text(error));
+}

@@ -1,0 +1,88 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { app } from "../src/app";
+import { call, expectError, json, owner } from "./helpers";
+
+describe("SPEC §1 conventions", () => {
+  it("answers an unknown route under /api/v2 with 404 Route not found.", async () => {
+    await expectError(await call("GET", "/no/such/route"), 404, "Route not found.");
+  });
+
+  it("answers a known path with a wrong method with 405 and Allow", async () => {
+    const res = await call("DELETE", "/auth/scopes");
+    const body = await expectError(res, 405);
+    expect(body.message).toBe("Method not allowed.");
+    expect(res.headers.get("Allow")).toContain("GET");
+    const authcheck = await call("GET", "/authcheck");
+    expect(authcheck.status).toBe(405);
+    expect(authcheck.headers.get("Allow")).toBe("POST");
+  });
+
+  it("rejects bodies over 1 MiB with 413 in the error shape", async () => {
+    const { token } = await owner();
+    const res = await call("POST", "/authcheck", { token, raw: JSON.stringify({ checks: {}, pad: "x".repeat(1024 * 1024) }) });
+    await expectError(res, 413, "Request body is too large.");
+  });
+
+  it("answers a body that is not JSON with 400 Request body must be valid JSON.", async () => {
+    await expectError(await call("POST", "/users/login", { raw: "{not json" }), 400, "Request body must be valid JSON.");
+    await expectError(await call("POST", "/users/login", { raw: "" }), 400, "Request body must be valid JSON.");
+  });
+
+  it("answers schema failures with one validation per bad field, by JSON path", async () => {
+    const body = await expectError(await call("POST", "/users/login", { body: { email: "nope", password: 5 } }), 400, "Validation failed.");
+    expect(body.validations?.map((v) => v.field).sort()).toEqual(["email", "password"]);
+  });
+
+  it("sets a request id and secure headers on every response", async () => {
+    const res = await call("GET", "/auth/scopes");
+    expect(res.headers.get("X-Request-Id")).toBeTruthy();
+    expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
+    expect(res.headers.get("Cache-Control")).toBe("no-store");
+  });
+
+  it("allows CORS only for CORS_ALLOWED_ORIGINS", async () => {
+    const withCors = { ...env, CORS_ALLOWED_ORIGINS: "https://dash.example.com" };
+    const preflight = (origin: string) =>
+      new Request("http://localhost/api/v2/authcheck", {
+        method: "OPTIONS",
+        headers: { Origin: origin, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "Service-Session-Token" },
+      });
+    const ctx = createExecutionContext();
+    const allowed = await app.fetch(preflight("https://dash.example.com"), withCors, ctx);
+    expect(allowed.headers.get("Access-Control-Allow-Origin")).toBe("https://dash.example.com");
+    expect(allowed.headers.get("Access-Control-Allow-Credentials")).toBe("true");
+    const denied = await app.fetch(preflight("https://evil.example.com"), withCors, ctx);
+    expect(denied.headers.get("Access-Control-Allow-Origin")).toBeNull();
+    await waitOnExecutionContext(ctx);
+  });
+
+  it("fails loudly with a 500 that leaks nothing when the configuration is invalid", async () => {
+    const ctx = createExecutionContext();
+    const res = await app.fetch(new Request("http://localhost/api/v2/auth/scopes"), { ...env, SECRET_KEY: "short" }, ctx);
+    const body = await expectError(res, 500, "An internal server error occurred.");
+    expect(body.detail).toMatch(/^Request ID: /);
+    expect(JSON.stringify(body)).not.toContain("SECRET_KEY");
+    await waitOnExecutionContext(ctx);
+  });
+
+  it("serves /healthz", async () => {
+    const res = await call("GET", "http://localhost/healthz");
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe("OK");
+  });
+});
+
+describe("A1 GET /auth/scopes", () => {
+  it("is public, sorted and contains all", async () => {
+    const res = await call("GET", "/auth/scopes");
+    expect(res.status).toBe(200);
+    const { external } = await json<{ external: string[] }>(res);
+    expect(external).toContain("all");
+    expect(external).toEqual([...external].sort());
+    expect(external).toContain("user:read");
+    expect(external).toContain("inbox_notification:*");
+    expect(external).not.toContain("system:read");
+  });
+});

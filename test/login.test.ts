@@ -1,0 +1,145 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { app } from "../src/app";
+import { hashPassword } from "../src/auth/passwords/hash";
+import { call, createUser, expectError, json, login, owner } from "./helpers";
+
+const INCORRECT = "Incorrect email or password.";
+
+describe("A3 POST /users/login (SPEC §3)", () => {
+  it("answers 201 with a session token and sets the HttpOnly SameSite=Lax cookie", async () => {
+    const user = await createUser();
+    const res = await call("POST", "/users/login", { body: { email: user.email, password: user.password } });
+    expect(res.status).toBe(201);
+    const { session_token } = await json<{ session_token: string }>(res);
+    expect(session_token).toMatch(/^[0-9A-Za-z]{10}-[0-9A-Za-z]{22}$/);
+    const cookie = res.headers.get("Set-Cookie") ?? "";
+    expect(cookie).toContain(`service_session_token=${session_token}`);
+    expect(cookie).toMatch(/HttpOnly/i);
+    expect(cookie).toMatch(/SameSite=Lax/i);
+    expect(cookie).toMatch(/Path=\//);
+    expect(cookie).not.toMatch(/Secure/i); // http ACCESS_URL
+  });
+
+  it("matches e-mails case-insensitively", async () => {
+    const user = await createUser();
+    expect(await login(user.email.toUpperCase(), user.password)).toBeTruthy();
+  });
+
+  it("gives unknown e-mail and wrong password the identical 401 body", async () => {
+    const user = await createUser();
+    const wrong = await call("POST", "/users/login", { body: { email: user.email, password: "wrong-password-123" } });
+    const unknown = await call("POST", "/users/login", { body: { email: "nobody-here@herald.test", password: "wrong-password-123" } });
+    const a = await expectError(wrong, 401, INCORRECT);
+    const b = await expectError(unknown, 401, INCORRECT);
+    expect(a).toEqual(b);
+  });
+
+  it("answers a suspended user 401 with the suspension message, only after a correct password", async () => {
+    const admin = await owner();
+    const user = await createUser();
+    expect((await call("PUT", `/users/${user.id}/status/suspend`, { token: admin.token })).status).toBe(200);
+    await expectError(
+      await call("POST", "/users/login", { body: { email: user.email, password: user.password } }),
+      401,
+      "Your account is suspended. Contact an admin to reactivate your account.",
+    );
+    await expectError(await call("POST", "/users/login", { body: { email: user.email, password: "not-the-password" } }), 401, INCORRECT);
+    // Suspension also ends existing sessions.
+    await expectError(await call("GET", "/users/me", { token: user.token }), 401);
+  });
+
+  it("answers 403 with the login type when an external-login user presents a correct password", async () => {
+    const admin = await owner();
+    const email = `oidc-${crypto.randomUUID().slice(0, 8)}@herald.test`;
+    const res = await call("POST", "/users", { token: admin.token, body: { email, username: email.split("@")[0], login_type: "oidc" } });
+    expect(res.status).toBe(201);
+    const { id } = await json<{ id: string }>(res);
+    // Such users normally have no password (so they get the 401); give one a hash directly to reach the 403.
+    await env.DB.prepare("UPDATE users SET hashed_password = ? WHERE id = ?").bind(await hashPassword("some-password-value"), id).run();
+    await expectError(
+      await call("POST", "/users/login", { body: { email, password: "some-password-value" } }),
+      403,
+      'Incorrect login type, attempting to use "password" but user is of login type "oidc"',
+    );
+    await expectError(await call("POST", "/users/login", { body: { email, password: "other" } }), 401, INCORRECT);
+  });
+
+  it("answers 403 when password authentication is disabled", async () => {
+    const user = await createUser();
+    const ctx = createExecutionContext();
+    const res = await app.fetch(
+      new Request("http://localhost/api/v2/users/login", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ email: user.email, password: user.password }),
+      }),
+      { ...env, PASSWORD_AUTH_DISABLED: "true" },
+      ctx,
+    );
+    await waitOnExecutionContext(ctx);
+    await expectError(res, 403, "Password authentication is disabled.");
+  });
+
+  it("system users cannot sign in with a password", async () => {
+    const svc = await createUser({ service: true });
+    const me = await json<{ email: string; login_type: string; service_account: boolean }>(await call("GET", "/users/me", { token: svc.token }));
+    expect(me.login_type).toBe("none");
+    expect(me.service_account).toBe(true);
+    await expectError(await call("POST", "/users/login", { body: { email: `${svc.username}@herald.test`, password: "anything-at-all" } }), 401, INCORRECT);
+  });
+
+  it("rate limits per account with 429 and Retry-After", async () => {
+    const email = `target-${crypto.randomUUID().slice(0, 8)}@herald.test`;
+    let limited: Response | undefined;
+    for (let i = 0; i < 15 && !limited; i++) {
+      const res = await call("POST", "/users/login", { body: { email, password: "guess-guess-guess" } });
+      if (res.status === 429) limited = res;
+      else expect(res.status).toBe(401);
+    }
+    expect(limited).toBeDefined();
+    const body = await expectError(limited as Response, 429);
+    expect(body.message).toMatch(/^You've been rate limited for sending more than 10 requests in 1m0s\.$/);
+    expect(limited?.headers.get("Retry-After")).toBe("60");
+  });
+
+  it("rate limits per client IP", async () => {
+    const ip = `192.0.2.${Math.floor(Math.random() * 250)}`;
+    let status = 0;
+    for (let i = 0; i < 25 && status !== 429; i++) {
+      const res = await call("POST", "/users/login", {
+        body: { email: `ip-${i}-${crypto.randomUUID().slice(0, 6)}@herald.test`, password: "guess-guess-guess" },
+        headers: { "CF-Connecting-IP": ip },
+      });
+      status = res.status;
+    }
+    expect(status).toBe(429);
+  });
+
+  it("an unknown e-mail costs the same order of time as a wrong password (a dummy hash is verified)", async () => {
+    const user = await createUser();
+    // workerd's clock only moves at I/O, so a trivial query before each reading makes it include the hashing.
+    const tick = () => env.DB.prepare("SELECT 1").first();
+    const time = async (email: string) => {
+      await tick();
+      const start = performance.now();
+      await call("POST", "/users/login", { body: { email, password: "wrong-password-123" } });
+      await tick();
+      return performance.now() - start;
+    };
+    // Warm both paths, then compare medians; no wall-clock threshold, only the ratio between the two paths.
+    await time(user.email);
+    await time("ghost@herald.test");
+    const wrong: number[] = [];
+    const unknown: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      wrong.push(await time(user.email));
+      unknown.push(await time(`ghost-${i}@herald.test`));
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+    const ratio = median(unknown) / median(wrong);
+    expect(ratio).toBeGreaterThan(0.33);
+    expect(ratio).toBeLessThan(3);
+  });
+});

@@ -1,0 +1,144 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { call, createUser, expectError, json, owner } from "./helpers";
+
+const SIGNED_OUT = "You are signed out or your session has expired. Please sign in again to continue.";
+
+async function keyRow(token: string) {
+  return env.DB.prepare("SELECT * FROM api_keys WHERE id = ?").bind(token.slice(0, 10)).first<{ last_used: string; expires_at: string; hashed_secret: string }>();
+}
+
+describe("SPEC §2 credentials", () => {
+  it("accepts the header, a bearer Authorization and the cookie", async () => {
+    const user = await createUser();
+    expect((await call("GET", "/users/me", { token: user.token })).status).toBe(200);
+    expect((await call("GET", "/users/me", { headers: { Authorization: `Bearer ${user.token}` } })).status).toBe(200);
+    expect((await call("GET", "/users/me", { headers: { Cookie: `service_session_token=${user.token}` } })).status).toBe(200);
+  });
+
+  it("stores only a SHA-256 of the secret", async () => {
+    const user = await createUser();
+    const row = await keyRow(user.token);
+    expect(row?.hashed_secret).toMatch(/^[0-9a-f]{64}$/);
+    expect(JSON.stringify(row)).not.toContain(user.token.slice(11));
+  });
+
+  it("answers each credential failure with 401, the signed-out message and a detail saying which", async () => {
+    const user = await createUser();
+    const cases: [Record<string, string>, RegExp][] = [
+      [{}, /No session token/],
+      [{ "Service-Session-Token": "garbage" }, /malformed/],
+      [{ "Service-Session-Token": "AAAAAAAAAA-BBBBBBBBBBBBBBBBBBBBBB" }, /unknown/],
+      [{ "Service-Session-Token": `${user.token.slice(0, 11)}BBBBBBBBBBBBBBBBBBBBBB` }, /secret is invalid/],
+    ];
+    for (const [headers, detail] of cases) {
+      const body = await expectError(await call("GET", "/users/me", { headers }), 401, SIGNED_OUT);
+      expect(body.detail).toMatch(detail);
+    }
+    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), user.token.slice(0, 10)).run();
+    const expired = await expectError(await call("GET", "/users/me", { token: user.token }), 401, SIGNED_OUT);
+    expect(expired.detail).toMatch(/expired/);
+  });
+
+  it("names suspension in the 401 detail", async () => {
+    const admin = await owner();
+    const user = await createUser();
+    await call("PUT", `/users/${user.id}/status/suspend`, { token: admin.token });
+    const body = await expectError(await call("GET", "/users/me", { token: user.token }), 401, SIGNED_OUT);
+    expect(body.detail).toMatch(/suspended/);
+  });
+
+  it("rejects cookie-authenticated state changes from a foreign Origin", async () => {
+    const user = await createUser();
+    const cookie = { Cookie: `service_session_token=${user.token}` };
+    await expectError(await call("POST", "/users/logout", { headers: { ...cookie, Origin: "https://evil.example.com" } }), 403);
+    await expectError(await call("POST", "/users/logout", { headers: cookie }), 403);
+    // Reads by cookie need no Origin; a header credential needs none either.
+    expect((await call("GET", "/users/me", { headers: cookie })).status).toBe(200);
+    const ok = await call("POST", "/users/logout", { headers: { ...cookie, Origin: "http://localhost:8787" } });
+    expect(ok.status).toBe(200);
+  });
+
+  it("writes last_used at most hourly and slides a session's expiry forward", async () => {
+    const user = await createUser();
+    const before = await keyRow(user.token);
+    await call("GET", "/users/me", { token: user.token });
+    expect((await keyRow(user.token))?.last_used).toBe(before?.last_used);
+
+    const twoHoursAgo = new Date(Date.now() - 2 * 3600_000).toISOString();
+    const soon = new Date(Date.now() + 3600_000).toISOString();
+    await env.DB.prepare("UPDATE api_keys SET last_used = ?, expires_at = ? WHERE id = ?").bind(twoHoursAgo, soon, user.token.slice(0, 10)).run();
+    await call("GET", "/users/me", { token: user.token });
+    let after = await keyRow(user.token);
+    for (let i = 0; i < 20 && after?.last_used === twoHoursAgo; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+      after = await keyRow(user.token);
+    }
+    expect(Date.parse(after?.last_used ?? "")).toBeGreaterThan(Date.now() - 60_000);
+    expect(Date.parse(after?.expires_at ?? "")).toBeGreaterThan(Date.now() + 23 * 3600_000);
+  });
+});
+
+describe("logout", () => {
+  it("deletes the key and clears the cookie", async () => {
+    const user = await createUser();
+    const res = await call("POST", "/users/logout", { token: user.token });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Set-Cookie")).toMatch(/service_session_token=;/);
+    expect(await keyRow(user.token)).toBeNull();
+    await expectError(await call("GET", "/users/me", { token: user.token }), 401);
+  });
+});
+
+describe("API tokens", () => {
+  it("creates, lists and deletes named tokens with scopes and lifetimes", async () => {
+    const user = await createUser();
+    const created = await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "ci", lifetime: 3600, scopes: ["user:read"] } });
+    expect(created.status).toBe(201);
+    const { key } = await json<{ key: string }>(created);
+    expect(key).toMatch(/^[0-9A-Za-z]{10}-[0-9A-Za-z]{22}$/);
+    await expectError(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "ci" } }), 409);
+
+    const list = await json<{ id: string; token_name: string; scopes: string[]; lifetime_seconds: number }[]>(await call("GET", "/users/me/keys/tokens", { token: user.token }));
+    expect(list).toHaveLength(1);
+    expect(list[0]).toMatchObject({ id: key.slice(0, 10), token_name: "ci", scopes: ["user:read"], lifetime_seconds: 3600 });
+    expect(JSON.stringify(list)).not.toContain(key.slice(11));
+
+    // The scoped token reads the user but cannot manage tokens.
+    expect((await call("GET", "/users/me", { token: key })).status).toBe(200);
+    await expectError(await call("GET", "/users/me/keys/tokens", { token: key }), 403);
+
+    expect((await call("DELETE", `/users/me/keys/${key.slice(0, 10)}`, { token: user.token })).status).toBe(204);
+    await expectError(await call("GET", "/users/me", { token: key }), 401);
+    await expectError(await call("DELETE", `/users/me/keys/${key.slice(0, 10)}`, { token: user.token }), 404);
+  });
+
+  it("caps lifetimes at TOKEN_MAX_LIFETIME and rejects unknown scopes", async () => {
+    const user = await createUser();
+    const tooLong = await expectError(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "long", lifetime: 365 * 86400 } }), 400);
+    expect(tooLong.validations?.[0]?.field).toBe("lifetime");
+    const bad = await expectError(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "bad", scopes: ["root:everything"] } }), 400);
+    expect(bad.validations?.[0]?.field).toBe("scopes");
+    const defaults = await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "default" } });
+    const row = await keyRow((await json<{ key: string }>(defaults)).key);
+    const days = (Date.parse(row?.expires_at ?? "") - Date.now()) / 86400_000;
+    expect(days).toBeGreaterThan(6.9);
+    expect(days).toBeLessThan(7.1);
+  });
+
+  it("a scoped token cannot mint a wider token", async () => {
+    const user = await createUser();
+    const { key } = await json<{ key: string }>(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "keys", scopes: ["api_key:*"] } }));
+    await expectError(await call("POST", "/users/me/keys/tokens", { token: key, body: { token_name: "wide", scopes: ["all"] } }), 403);
+    expect((await call("POST", "/users/me/keys/tokens", { token: key, body: { token_name: "narrow", scopes: ["api_key:read"] } })).status).toBe(201);
+  });
+
+  it("a member cannot manage another user's tokens", async () => {
+    const a = await createUser();
+    const b = await createUser();
+    await expectError(await call("POST", `/users/${b.id}/keys/tokens`, { token: a.token, body: { token_name: "x" } }), 404);
+    await expectError(await call("GET", `/users/${b.id}/keys/tokens`, { token: a.token }), 404);
+    await expectError(await call("DELETE", `/users/${b.id}/keys/${b.token.slice(0, 10)}`, { token: a.token }), 404);
+    expect((await call("GET", "/users/me", { token: b.token })).status).toBe(200);
+  });
+});
