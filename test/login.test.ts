@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { app } from "../src/app";
 import { hashPassword } from "../src/auth/passwords/hash";
+import { coderHash } from "./fixtures/coder-hash";
 import { call, createUser, expectError, json, login, owner } from "./helpers";
 
 const INCORRECT = "Incorrect email or password.";
@@ -20,6 +21,16 @@ describe("A3 POST /users/login (SPEC §3)", () => {
     expect(cookie).toMatch(/SameSite=Lax/i);
     expect(cookie).toMatch(/Path=\//);
     expect(cookie).not.toMatch(/Secure/i); // http ACCESS_URL
+  });
+
+  it("signs in a user imported with a Coder pbkdf2 hash and upgrades it to argon2id", async () => {
+    const user = await createUser();
+    const legacy = await coderHash(user.password, crypto.getRandomValues(new Uint8Array(16)));
+    await env.DB.prepare("UPDATE users SET hashed_password = ? WHERE id = ?").bind(legacy, user.id).run();
+    expect(await login(user.email, user.password)).toBeTruthy();
+    const row = await env.DB.prepare("SELECT hashed_password FROM users WHERE id = ?").bind(user.id).first<{ hashed_password: string }>();
+    expect(row?.hashed_password).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
+    expect(await login(user.email, user.password)).toBeTruthy();
   });
 
   it("matches e-mails case-insensitively", async () => {

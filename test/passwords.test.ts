@@ -2,18 +2,9 @@ import commonPasswords from "@zxcvbn-ts/language-common/dist/passwords.json.mjs"
 import { describe, expect, it } from "vitest";
 import { CURRENT_ARGON2_PARAMS, hashPassword, verifyPassword } from "../src/auth/passwords/hash";
 import { checkPasswordPolicy } from "../src/auth/passwords/policy";
+import { coderHash } from "./fixtures/coder-hash";
 
 const STRONG = "mellow orbit cactus lantern";
-
-/** Encodes exactly like Coder's userpassword.hashWithSaltAndIter (PBKDF2-HMAC-SHA256, 64-byte key, raw base64). */
-async function coderHash(password: string, salt: Uint8Array, iterations = 65_535): Promise<string> {
-  const rawBase64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replace(/=+$/, "");
-  const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(password), "PBKDF2", false, [
-    "deriveBits",
-  ]);
-  const bits = await crypto.subtle.deriveBits({ name: "PBKDF2", hash: "SHA-256", salt, iterations }, key, 512);
-  return `$pbkdf2-sha256$${iterations}$${rawBase64(salt)}$${rawBase64(new Uint8Array(bits))}`;
-}
 
 describe("hashPassword / verifyPassword", () => {
   it("produces an argon2id PHC string with the current parameters and a fresh salt", async () => {
