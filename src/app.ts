@@ -9,6 +9,7 @@ import { authzRoutes } from "./authz/routes";
 import { ApiError, Messages } from "./http/errors";
 import { handleError, loadConfig, notFoundOrMethodNotAllowed } from "./http/middleware";
 import type { AppEnv } from "./http/types";
+import { inboxRoutes } from "./inbox/routes";
 import { keyRoutes } from "./users/keys";
 import { userRoutes } from "./users/routes";
 
@@ -19,6 +20,7 @@ const api = new Hono<AppEnv>()
   .route("/", authzRoutes)
   .route("/", authRoutes)
   .route("/", keyRoutes)
+  .route("/", inboxRoutes)
   .route("/", userRoutes);
 
 export const app = new Hono<AppEnv>();

@@ -15,7 +15,7 @@ export const SESSION_HEADER = "Service-Session-Token";
 /** `last_used` (and a session's sliding expiry) is written at most this often per key: no D1 write per request. */
 export const LAST_USED_INTERVAL_MS = 60 * 60 * 1000;
 
-export type CredentialSource = "header" | "bearer" | "cookie";
+export type CredentialSource = "header" | "bearer" | "protocol" | "cookie";
 
 export type AuthUser = Omit<UserRow, "hashedPassword">;
 
@@ -33,13 +33,34 @@ interface Credential {
   source: CredentialSource;
 }
 
-/** SPEC §2 lookup order: the header, then a bearer Authorization header, then the browser cookie. */
+/**
+ * Browsers cannot set headers on a WebSocket, and a token in the URL ends up in logs, so a watch may offer its token
+ * as a subprotocol `herald.token.<token>` next to `herald.v1`; only `herald.v1` is echoed back.
+ */
+export const WATCH_PROTOCOL = "herald.v1";
+const TOKEN_PROTOCOL_PREFIX = "herald.token.";
+
+export function offeredProtocols(c: Context): string[] {
+  return (c.req.header("Sec-WebSocket-Protocol") ?? "")
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "");
+}
+
+/**
+ * SPEC §2 lookup order: the header, then a bearer Authorization header, then (WebSocket upgrades only) the token
+ * subprotocol, then the browser cookie. An explicit token wins over the ambient cookie.
+ */
 export function extractCredential(c: Context, config: Config): Credential | undefined {
   const header = c.req.header(SESSION_HEADER);
   if (header) return { token: header.trim(), source: "header" };
   const authorization = c.req.header("Authorization");
   const bearer = authorization && /^Bearer\s+(.+)$/i.exec(authorization)?.[1];
   if (bearer) return { token: bearer.trim(), source: "bearer" };
+  if (c.req.header("Upgrade")?.toLowerCase() === "websocket") {
+    const offered = offeredProtocols(c).find((p) => p.startsWith(TOKEN_PROTOCOL_PREFIX));
+    if (offered) return { token: offered.slice(TOKEN_PROTOCOL_PREFIX.length), source: "protocol" };
+  }
   const cookie = readSessionCookie(c, config);
   if (cookie) return { token: cookie, source: "cookie" };
   return undefined;

@@ -37,11 +37,15 @@ export function jsonBody<T extends z.ZodType>(
     } catch {
       throw badRequest(Messages.badJson);
     }
-    const result = schema.safeParse(raw);
-    if (!result.success) throw validationFailed(toValidations(result.error));
-    c.req.addValidatedData("json", result.data as object);
+    c.req.addValidatedData("json", validateOrThrow(schema, raw) as object);
     await next();
   };
+}
+
+function validateOrThrow<T extends z.ZodType>(schema: T, raw: unknown): z.output<T> {
+  const result = schema.safeParse(raw);
+  if (!result.success) throw validationFailed(toValidations(result.error));
+  return result.data;
 }
 
 /** Validates query parameters; repeated parameters arrive as arrays, single ones as strings. */
@@ -52,9 +56,17 @@ export function queryParams<T extends z.ZodType>(
     const raw = Object.fromEntries(
       Object.entries(c.req.queries()).map(([k, v]) => [k, v.length === 1 ? v[0] : v] as const),
     );
-    const result = schema.safeParse(raw);
-    if (!result.success) throw validationFailed(toValidations(result.error));
-    c.req.addValidatedData("query", result.data as object);
+    c.req.addValidatedData("query", validateOrThrow(schema, raw) as object);
+    await next();
+  };
+}
+
+/** Validates path parameters (e.g. an id that must be a UUID) before any lookup happens. */
+export function pathParams<T extends z.ZodType>(
+  schema: T,
+): MiddlewareHandler<AppEnv, string, { in: { param: Record<string, string> }; out: { param: z.output<T> } }> {
+  return async (c, next) => {
+    c.req.addValidatedData("param", validateOrThrow(schema, c.req.param()) as object);
     await next();
   };
 }

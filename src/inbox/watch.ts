@@ -1,0 +1,55 @@
+import { markdownToPlaintext } from "../markdown/plaintext";
+import type { InboxFilter, InboxNotification, WatchFormat } from "./model";
+
+/** Internal header carrying the validated watch request from the Worker to the object (never from a client). */
+export const WATCH_HEADER = "X-Herald-Watch";
+
+/** What each watch socket remembers across hibernation (kept well under the 2 KiB attachment limit). */
+export interface WatchAttachment {
+  filter: InboxFilter;
+  format: WatchFormat;
+  /** Opt-in (`sync_read_state=true`): also receive read-state changes made by N4/N6. */
+  syncReadState: boolean;
+}
+
+/**
+ * Close codes of the watch socket (documented in the README):
+ * - 4008: the client fell behind (its send buffer passed MAX_BUFFERED_BYTES). Nothing is dropped silently: the
+ *   client reconnects and lists the inbox with N3 to catch up.
+ */
+export const CLOSE_FELL_BEHIND = 4008;
+export const MAX_BUFFERED_BYTES = 1024 * 1024;
+
+/** N5's frame: exactly the interface's GetInboxNotificationResponse, title and content rendered per `format`. */
+export function watchFrame(notification: InboxNotification, unreadCount: number, format: WatchFormat): string {
+  const rendered =
+    format === "plaintext"
+      ? { ...notification, title: markdownToPlaintext(notification.title), content: markdownToPlaintext(notification.content) }
+      : notification;
+  return JSON.stringify({ notification: rendered, unread_count: unreadCount });
+}
+
+/** N6 changes one notification; N4 marks everything up to `read_at` read. */
+export type ReadStateChange = { id: string; read_at: string | null } | { all: true; read_at: string };
+
+/** Sync frames carry `read_state` instead of `notification`, so a client tells the two apart by key. */
+export function readStateFrame(change: ReadStateChange, unreadCount: number): string {
+  return JSON.stringify({ read_state: change, unread_count: unreadCount });
+}
+
+/**
+ * Sends a frame, or closes a socket whose client is not keeping up: a frame is either delivered or the client is
+ * told (by the close) that it must resynchronise — never silently skipped.
+ */
+export function sendOrClose(ws: WebSocket, frame: string): void {
+  try {
+    const buffered = (ws as { bufferedAmount?: unknown }).bufferedAmount;
+    if (typeof buffered === "number" && buffered > MAX_BUFFERED_BYTES) {
+      ws.close(CLOSE_FELL_BEHIND, "Falling behind: reconnect and list the inbox to catch up.");
+      return;
+    }
+    ws.send(frame);
+  } catch {
+    // The socket closed between listing and sending; its client reconnects and lists.
+  }
+}

@@ -1,0 +1,89 @@
+import { Lexer, type Token, type Tokens } from "marked";
+
+/**
+ * Markdown → plain text for clients that cannot render Markdown (SPEC §6: `plaintext` strips Markdown, links become
+ * `text (url)`). Parsed by marked's lexer, so emphasis, headings, lists and escapes are understood, not regex-guessed.
+ */
+export function markdownToPlaintext(markdown: string): string {
+  const blocks = new Lexer({ gfm: true }).lex(markdown);
+  return renderBlocks(blocks).replace(/\n{3,}/g, "\n\n").trim();
+}
+
+function renderBlocks(tokens: Token[]): string {
+  return tokens.map(renderBlock).join("");
+}
+
+function renderBlock(token: Token): string {
+  switch (token.type) {
+    case "heading":
+    case "paragraph":
+      return `${renderInline((token as Tokens.Heading | Tokens.Paragraph).tokens)}\n\n`;
+    case "blockquote":
+      return renderBlocks((token as Tokens.Blockquote).tokens);
+    case "list": {
+      const list = token as Tokens.List;
+      const start = typeof list.start === "number" ? list.start : 1;
+      const items = list.items.map((item, i) => `${list.ordered ? `${start + i}.` : "-"} ${renderBlocks(item.tokens).trim()}`);
+      return `${items.join("\n")}\n\n`;
+    }
+    case "code":
+      return `${(token as Tokens.Code).text}\n\n`;
+    case "table": {
+      const table = token as Tokens.Table;
+      const row = (cells: Tokens.TableCell[]) => cells.map((cell) => renderInline(cell.tokens)).join(" | ");
+      return `${[row(table.header), ...table.rows.map(row)].join("\n")}\n\n`;
+    }
+    case "hr":
+    case "space":
+    case "def":
+      return "\n";
+    case "html":
+      return "";
+    case "text": {
+      const text = token as Tokens.Text;
+      return text.tokens ? renderInline(text.tokens) : text.text;
+    }
+    default:
+      return renderInline([token]);
+  }
+}
+
+function renderInline(tokens: Token[] | undefined): string {
+  if (!tokens) return "";
+  return tokens
+    .map((token): string => {
+      switch (token.type) {
+        case "strong":
+        case "em":
+        case "del":
+          return renderInline((token as Tokens.Strong | Tokens.Em | Tokens.Del).tokens);
+        case "codespan":
+          return (token as Tokens.Codespan).text;
+        case "link": {
+          const link = token as Tokens.Link;
+          const text = renderInline(link.tokens);
+          return text && text !== link.href ? `${text} (${link.href})` : link.href;
+        }
+        case "image":
+          return (token as Tokens.Image).text;
+        case "br":
+          return "\n";
+        case "escape":
+          return (token as Tokens.Escape).text;
+        case "html":
+          return "";
+        case "text": {
+          const text = token as Tokens.Text;
+          return text.tokens ? renderInline(text.tokens) : decodeEntities(text.text);
+        }
+        default:
+          return "raw" in token && typeof token.raw === "string" ? token.raw : "";
+      }
+    })
+    .join("");
+}
+
+/** marked keeps the few entities it escapes in text tokens; plain text wants the characters back. */
+function decodeEntities(text: string): string {
+  return text.replace(/&(amp|lt|gt|quot|#39);/g, (_, name: string) => ({ amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'" })[name] ?? "");
+}
