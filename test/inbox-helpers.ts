@@ -64,6 +64,7 @@ export async function watch(query: string, headers: Record<string, string>): Pro
   const frames: Record<string, unknown>[] = [];
   const waiters: ((frame: Record<string, unknown>) => void)[] = [];
   ws.addEventListener("message", (event) => {
+    if (event.data === "pong") return; // the keep-alive answer, not a frame
     const frame = JSON.parse(String(event.data)) as Record<string, unknown>;
     const waiter = waiters.shift();
     if (waiter) waiter(frame);

@@ -1,0 +1,52 @@
+// `npm start`: a fresh clone to a running local Herald in one command.
+// Run it through npm, which puts node_modules/.bin (with the pinned Node 24) first in PATH: wrangler needs Node ≥ 22.
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const root = path.resolve(import.meta.dirname, "..");
+const devVars = path.join(root, ".dev.vars");
+
+// Resolved through wrangler's package.json so a wrangler upgrade that moves its entry point does not break us.
+const require = createRequire(import.meta.url);
+const wranglerPkg = require.resolve("wrangler/package.json");
+const wranglerBin = path.join(path.dirname(wranglerPkg), require(wranglerPkg).bin.wrangler);
+
+/** SECRET_KEY is required (SPEC §8). Locally it lives in the gitignored .dev.vars; an existing key is never replaced,
+ *  because changing it would invalidate signed cookies and stored one-time-passcode HMACs. */
+function ensureSecretKey() {
+  const current = existsSync(devVars) ? readFileSync(devVars, "utf8") : "";
+  if (/^\s*SECRET_KEY\s*=\s*\S/m.test(current)) return;
+  const separator = current === "" || current.endsWith("\n") ? "" : "\n";
+  const secret = randomBytes(48).toString("base64url"); // 64 characters, 384 bits
+  writeFileSync(devVars, `${current}${separator}SECRET_KEY=${secret}\n`, { mode: 0o600 });
+  console.log("Generated a development SECRET_KEY in .dev.vars (local use only; production uses `wrangler secret put`).");
+}
+
+/** Runs wrangler with our Node; Ctrl-C / SIGTERM reach it and we wait for it to finish cleanly. */
+function wrangler(args, extraEnv = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [wranglerBin, ...args], {
+      cwd: root,
+      stdio: "inherit",
+      env: { ...process.env, ...extraEnv },
+    });
+    const forward = (signal) => child.kill(signal);
+    const signals = ["SIGINT", "SIGTERM", "SIGHUP"];
+    for (const s of signals) process.on(s, forward);
+    child.on("exit", (code, signal) => {
+      for (const s of signals) process.off(s, forward);
+      resolve(code ?? (signal === "SIGINT" ? 130 : 143));
+    });
+  });
+}
+
+ensureSecretKey();
+
+// CI=true makes wrangler take the default "yes" instead of asking before applying migrations.
+const migrated = await wrangler(["d1", "migrations", "apply", "DB", "--local"], { CI: "true" });
+if (migrated !== 0) process.exit(migrated);
+
+process.exit(await wrangler(["dev", "--port", "8787", "--ip", "localhost"]));
