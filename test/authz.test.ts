@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { EXTERNAL_SCOPES, RESOURCE_ACTIONS } from "../src/authz/catalog";
 import { authorize, type Subject } from "../src/authz/evaluate";
 import { call, createUser, expectError, json, owner } from "./helpers";
+import { deliver } from "./inbox-helpers";
 
 const member = (over: Partial<Subject> = {}): Subject => ({ id: "u1", siteRoles: [], orgRoles: { org1: [] }, scopes: ["all"], isSystem: false, ...over });
 
@@ -91,6 +92,23 @@ describe("A2 POST /authcheck", () => {
       ownInbox: true, otherInbox: false, orgRead: true, orgUpdate: false, anyOrg: true, ownUser: true, otherUser: false,
       ownKey: true, otherKey: false, missing: false, wildcard: false, unknownType: false, unknownAction: false, create: true,
     });
+  });
+
+  it("resource_id finds the caller's own inbox notifications", async () => {
+    const user = await createUser();
+    const other = await createUser();
+    const mine = await deliver(user.id);
+    const theirs = await deliver(other.id);
+    const res = await call("POST", "/authcheck", {
+      token: user.token,
+      body: {
+        checks: {
+          mine: { action: "update", object: { resource_type: "inbox_notification", resource_id: mine.id } },
+          theirs: { action: "read", object: { resource_type: "inbox_notification", resource_id: theirs.id } },
+        },
+      },
+    });
+    expect(await json(res)).toEqual({ mine: true, theirs: false });
   });
 
   it("owner passes the * check and reads other users", async () => {

@@ -36,7 +36,10 @@ export const authzRoutes = new Hono<AppEnv>()
       const { resource_type: type, resource_id: id } = check.object;
       return id !== undefined && isResourceType(type) ? [{ type, id }] : [];
     });
-    const placements = lookups.length > 0 ? await loadPlacements(database(c.env.DB), lookups) : new Map();
+    const placements =
+      lookups.length > 0
+        ? await loadPlacements({ db: database(c.env.DB), env: c.env, callerId: subject.id }, lookups)
+        : new Map();
 
     const result: Record<string, boolean> = {};
     for (const [key, { action, object }] of entries) {

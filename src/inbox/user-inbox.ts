@@ -123,6 +123,17 @@ export class UserInbox extends DurableObject<Env> {
     return { ok: true, notifications: rows.map(toInboxNotification), unreadCount: this.unreadCount() };
   }
 
+  /** Which of these ids are notifications in this inbox (A2 `resource_id` lookups). */
+  existing(ids: string[]): string[] {
+    if (ids.length === 0) return [];
+    return this.db
+      .select({ id: inboxNotifications.id })
+      .from(inboxNotifications)
+      .where(inArray(inboxNotifications.id, ids))
+      .all()
+      .map((r) => r.id);
+  }
+
   /** N4: every unread notification becomes read now; already-read ones keep their `read_at`. */
   markAllRead(): { unreadCount: number } {
     const readAt = nowIso();
