@@ -1,26 +1,45 @@
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 // Tests run inside workerd with the real local D1, Durable Objects and rate limiters of wrangler.toml.
 export default defineConfig(async () => {
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "drizzle"));
   return {
     plugins: [
-      cloudflareTest({
+      // A function, so the bindings can point at the peers that test/peers/global-setup.ts started on free ports.
+      cloudflareTest(({ inject }) => ({
         wrangler: { configPath: "./wrangler.toml" },
         miniflare: {
           bindings: {
             TEST_MIGRATIONS: migrations,
             // A fixed test secret; production secrets come from `wrangler secret put`.
             SECRET_KEY: "test-secret-key-0123456789abcdefghijklmnopqrstuvwxyz",
+            // Notifications go to real protocol peers on 127.0.0.1: a plain-text SMTP server and a webhook receiver.
+            EMAIL_SMARTHOST: `127.0.0.1:${inject("smtpPort")}`,
+            EMAIL_FROM: "herald@herald.test",
+            EMAIL_TLS: "none",
+            // The peer offers AUTH, so the Worker authenticates (and the test sees with which user).
+            EMAIL_USERNAME: "herald",
+            EMAIL_PASSWORD: "smtp-test-password",
+            NOTIFICATIONS_WEBHOOK_SECRET: "whsec_dGVzdC13ZWJob29rLXNpZ25pbmcta2V5LTAxMjM0NQ==",
+            NOTIFICATIONS_MAX_ATTEMPTS: "3",
+            NOTIFICATIONS_WEBHOOK_URL: `http://127.0.0.1:${inject("peerPort")}/webhook`,
+            // The peers' control API (test/peers.ts), on the webhook receiver's port.
+            PEER_URL: `http://127.0.0.1:${inject("peerPort")}`,
+            // Short retry backoff so retry tests finish in seconds.
+            NOTIFICATIONS_RETRY_BASE: "1s",
           },
         },
-      }),
+      })),
     ],
     test: {
       include: ["test/**/*.test.ts"],
+      // Node-side tests (a real browser, real HTTP clients) have their own config: vitest.node.config.ts.
+      exclude: [...configDefaults.exclude, "test/node/**"],
       setupFiles: ["./test/setup.ts"],
+      // Starts the SMTP and webhook peers in Node before any workerd test runs.
+      globalSetup: ["./test/peers/global-setup.ts"],
       testTimeout: 30_000,
       hookTimeout: 30_000,
     },

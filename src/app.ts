@@ -4,12 +4,15 @@ import { cors } from "hono/cors";
 import { requestId } from "hono/request-id";
 import { secureHeaders } from "hono/secure-headers";
 import { getConfig } from "./config/config";
+import { passwordResetRoutes } from "./auth/password-reset";
 import { authRoutes } from "./auth/routes";
 import { authzRoutes } from "./authz/routes";
 import { ApiError, Messages } from "./http/errors";
 import { handleError, loadConfig, notFoundOrMethodNotAllowed } from "./http/middleware";
 import type { AppEnv } from "./http/types";
 import { inboxRoutes } from "./inbox/routes";
+import { notificationRoutes } from "./notifications/routes";
+import { preferenceRoutes } from "./notifications/preferences";
 import { keyRoutes } from "./users/keys";
 import { userRoutes } from "./users/routes";
 
@@ -19,8 +22,11 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 const api = new Hono<AppEnv>()
   .route("/", authzRoutes)
   .route("/", authRoutes)
+  .route("/", passwordResetRoutes)
   .route("/", keyRoutes)
   .route("/", inboxRoutes)
+  .route("/", notificationRoutes)
+  .route("/", preferenceRoutes)
   .route("/", userRoutes);
 
 export const app = new Hono<AppEnv>();

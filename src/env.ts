@@ -1,11 +1,17 @@
 import type { UserInbox } from "./inbox/user-inbox";
 
+export interface NotificationQueueMessage {
+  messageId: string;
+}
+
 /** Bindings and variables the Worker receives (see wrangler.toml and SPEC §8). */
 export interface Env {
   DB: D1Database;
   USER_INBOX: DurableObjectNamespace<UserInbox>;
   LOGIN_IP_LIMITER: RateLimit;
   LOGIN_ACCOUNT_LIMITER: RateLimit;
+  /** Carries notification message ids to this Worker's queue() consumer. */
+  NOTIFICATION_QUEUE: Queue<NotificationQueueMessage>;
 
   ACCESS_URL?: string;
   SECRET_KEY?: string;
@@ -16,6 +22,7 @@ export interface Env {
   CORS_ALLOWED_ORIGINS?: string;
   NOTIFICATIONS_METHOD?: string;
   NOTIFICATIONS_MAX_ATTEMPTS?: string;
+  NOTIFICATIONS_RETRY_BASE?: string;
   NOTIFICATIONS_WEBHOOK_URL?: string;
   NOTIFICATIONS_WEBHOOK_SECRET?: string;
   EMAIL_FROM?: string;

@@ -4,6 +4,7 @@ declare global {
   namespace Cloudflare {
     interface Env {
       TEST_MIGRATIONS: D1Migration[];
+      PEER_URL: string;
     }
     interface GlobalProps {
       mainModule: typeof import("../src/index");

@@ -3,7 +3,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { database } from "../db/client";
-import { apiKeys } from "../db/schema";
+import { apiKeys, users } from "../db/schema";
 import { forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
@@ -31,6 +31,7 @@ export const authRoutes = new Hono<AppEnv>()
     const session = await issueKey(db, { userId: user.id, loginType: "password", lifetimeMs: config.SESSION_DURATION });
     await db.batch([
       session.insert,
+      db.update(users).set({ lastSeenAt: session.row.createdAt }).where(eq(users.id, user.id)),
       auditInsert(db, c, { userId: user.id, action: "login", resourceType: "api_key", resourceId: session.row.id }),
     ]);
     setSessionCookie(c, config, session.token, new Date(session.row.expiresAt));

@@ -3,14 +3,15 @@ import { z } from "zod";
 import { requireAuth } from "../auth/session";
 import { database } from "../db/client";
 import type { AppEnv } from "../http/types";
-import { jsonBody } from "../http/validate";
+import { validationFailed } from "../http/errors";
+import { jsonBody, toValidations } from "../http/validate";
 import { EXTERNAL_SCOPES, isAction, isResourceType } from "./catalog";
 import { authorize, type AuthzObject } from "./evaluate";
 import { loadPlacements } from "./resources";
 
 export const MAX_CHECKS = 100;
 
-const authorizationObject = z.object({
+export const authorizationObject = z.object({
   resource_type: z.string().min(1).max(64),
   owner_id: z.string().max(64).optional(),
   organization_id: z.string().max(64).optional(),
@@ -18,9 +19,11 @@ const authorizationObject = z.object({
   any_org: z.boolean().optional(),
 });
 
+export const authorizationCheck = z.object({ action: z.string().min(1).max(64), object: authorizationObject });
+
 export const authorizationRequest = z.object({
   checks: z
-    .record(z.string().max(256), z.object({ action: z.string().min(1).max(64), object: authorizationObject }))
+    .record(z.string().max(256), authorizationCheck)
     .refine((checks) => Object.keys(checks).length <= MAX_CHECKS, `At most ${MAX_CHECKS} checks per request.`),
 });
 
@@ -28,9 +31,16 @@ export const authorizationRequest = z.object({
 export const authzRoutes = new Hono<AppEnv>()
   .get("/auth/scopes", (c) => c.json({ external: [...EXTERNAL_SCOPES] }, 200))
   .post("/authcheck", requireAuth, jsonBody(authorizationRequest), async (c) => {
-    const { checks } = c.req.valid("json");
+    c.req.valid("json");
     const { subject } = c.var.auth;
-    const entries = Object.entries(checks);
+    // Keys are the caller's free-form labels. zod rebuilds records by assignment, which turns a "__proto__" key into
+    // a prototype; the raw JSON keeps it as an ordinary key, so checks are taken from there (each one validated).
+    const raw = (await c.req.json()) as { checks: Record<string, unknown> };
+    const entries = Object.entries(raw.checks).map(([key, value]) => {
+      const parsed = authorizationCheck.safeParse(value);
+      if (!parsed.success) throw validationFailed(toValidations(parsed.error).map((v) => ({ ...v, field: `checks.${key}.${v.field}` })));
+      return [key, parsed.data] as const;
+    });
 
     const lookups = entries.flatMap(([, check]) => {
       const { resource_type: type, resource_id: id } = check.object;
@@ -41,12 +51,12 @@ export const authzRoutes = new Hono<AppEnv>()
         ? await loadPlacements({ db: database(c.env.DB), env: c.env, callerId: subject.id }, lookups)
         : new Map();
 
-    const result: Record<string, boolean> = {};
+    const result = new Map<string, boolean>();
     for (const [key, { action, object }] of entries) {
       const type = object.resource_type;
       // Unknown actions and types are simply not allowed (SPEC §3 A2), never an error.
       if (!isAction(action) || (type !== "*" && !isResourceType(type))) {
-        result[key] = false;
+        result.set(key, false);
         continue;
       }
       const target: AuthzObject = {
@@ -58,13 +68,13 @@ export const authzRoutes = new Hono<AppEnv>()
       if (object.resource_id !== undefined && type !== "*") {
         const placement = placements.get(`${type}:${object.resource_id}`);
         if (!placement) {
-          result[key] = false; // the object does not exist (or is not stored here)
+          result.set(key, false); // the object does not exist (or is not stored here)
           continue;
         }
         target.ownerId = placement.ownerId ?? target.ownerId;
         target.orgId = placement.orgId ?? target.orgId;
       }
-      result[key] = authorize(subject, action, target);
+      result.set(key, authorize(subject, action, target));
     }
-    return c.json(result, 200);
+    return c.json(Object.fromEntries(result), 200);
   });

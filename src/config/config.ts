@@ -26,7 +26,8 @@ const optionalText = z
   .optional()
   .transform((v) => (v && v.trim() !== "" ? v.trim() : undefined));
 
-const configSchema = z.object({
+const configSchema = z
+  .object({
   ACCESS_URL: z.url({ protocol: /^https?$/ }).default("http://localhost:8787"),
   SECRET_KEY: z.string().min(32, "must be at least 32 characters of random data"),
   SESSION_DURATION: duration("24h"),
@@ -44,20 +45,31 @@ const configSchema = z.object({
     ),
   NOTIFICATIONS_METHOD: z.enum(["smtp", "webhook"]).default("smtp"),
   NOTIFICATIONS_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+  /** First retry delay; each later attempt doubles it (with jitter), capped at an hour. */
+  NOTIFICATIONS_RETRY_BASE: duration("5s"),
   NOTIFICATIONS_WEBHOOK_URL: optionalText,
   NOTIFICATIONS_WEBHOOK_SECRET: optionalText,
   EMAIL_FROM: optionalText,
   EMAIL_SMARTHOST: optionalText,
   EMAIL_USERNAME: optionalText,
   EMAIL_PASSWORD: optionalText,
-  EMAIL_TLS: optionalText,
+  /** `starttls` (default: upgrade when the server offers it), `tls` (implicit TLS, port 465) or `none`. */
+  EMAIL_TLS: z.enum(["starttls", "tls", "none", ""]).default("starttls").transform((v) => (v === "" ? "starttls" : v)),
   OIDC_ISSUER_URL: optionalText,
   OIDC_CLIENT_ID: optionalText,
   OIDC_CLIENT_SECRET: optionalText,
   OIDC_ALLOW_SIGNUPS: bool(false),
   GITHUB_CLIENT_ID: optionalText,
   GITHUB_CLIENT_SECRET: optionalText,
-});
+  })
+  .superRefine((c, ctx) => {
+    if (c.NOTIFICATIONS_METHOD === "webhook" && !c.NOTIFICATIONS_WEBHOOK_URL) {
+      ctx.addIssue({ code: "custom", path: ["NOTIFICATIONS_WEBHOOK_URL"], message: "is required when NOTIFICATIONS_METHOD is webhook" });
+    }
+    if (c.EMAIL_SMARTHOST && !/^[^:\s]+:\d{1,5}$/.test(c.EMAIL_SMARTHOST)) {
+      ctx.addIssue({ code: "custom", path: ["EMAIL_SMARTHOST"], message: "must be host:port" });
+    }
+  });
 
 export type Config = z.output<typeof configSchema> & {
   /** Origin of ACCESS_URL, e.g. "https://herald.example.com". */

@@ -101,7 +101,94 @@ export const auditLogs = sqliteTable(
   (t) => [index("audit_logs_time").on(t.time), index("audit_logs_resource").on(t.resourceType, t.resourceId)],
 );
 
+/** Notification templates (SPEC §6). Seeded by migration; ids are stable across deployments. */
+export const notificationTemplates = sqliteTable("notification_templates", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull().unique(),
+  /** Markdown with placeholders such as {{.UserName}}, {{.Labels.name}}, {{base_url}}. */
+  titleTemplate: text("title_template").notNull(),
+  bodyTemplate: text("body_template").notNull(),
+  /** JSON array of {label, url} templates. */
+  actions: text("actions").notNull().default("[]"),
+  group: text("group").notNull(),
+  /** "" means the deployment's NOTIFICATIONS_METHOD. */
+  method: text("method", { enum: ["", "smtp", "webhook"] }).notNull().default(""),
+  kind: text("kind", { enum: ["system", "custom"] }).notNull().default("system"),
+  enabledByDefault: integer("enabled_by_default", { mode: "boolean" }).notNull().default(true),
+  /** Security notices and the passcode: delivered whatever the user's preferences say. */
+  mandatory: integer("mandatory", { mode: "boolean" }).notNull().default(false),
+  /** Never delivered into the inbox (the passcode must not sit in a dashboard). */
+  externalOnly: integer("external_only", { mode: "boolean" }).notNull().default(false),
+});
+
+export const notificationPreferences = sqliteTable(
+  "notification_preferences",
+  {
+    userId: text("user_id").notNull(),
+    templateId: text("template_id")
+      .notNull()
+      .references(() => notificationTemplates.id),
+    disabled: integer("disabled", { mode: "boolean" }).notNull(),
+    updatedAt: timestamp("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.templateId] })],
+);
+
+export const MESSAGE_STATUSES = ["pending", "leased", "sent", "temporary_failure", "permanent_failure", "inhibited"] as const;
+export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
+export const DISPATCH_METHODS = ["smtp", "webhook", "inbox"] as const;
+export type DispatchMethod = (typeof DISPATCH_METHODS)[number];
+
+/** The durable delivery log: one row per (notification, method). The queue only carries these ids. */
+export const notificationMessages = sqliteTable(
+  "notification_messages",
+  {
+    id: text("id").primaryKey(),
+    /** Shared by the rows of one notification (its inbox row uses it as the inbox id). */
+    notificationId: text("notification_id").notNull(),
+    templateId: text("template_id").notNull(),
+    userId: text("user_id").notNull(),
+    method: text("method", { enum: DISPATCH_METHODS }).notNull(),
+    status: text("status", { enum: MESSAGE_STATUSES }).notNull(),
+    statusReason: text("status_reason"),
+    /** The webhook `payload` shape of SPEC §6; secret labels are sealed, never stored in clear. */
+    payload: text("payload", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    targets: text("targets", { mode: "json" }).$type<string[]>().notNull().default(sql`'[]'`),
+    createdBy: text("created_by").notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    nextRetryAfter: timestamp("next_retry_after"),
+    leasedUntil: timestamp("leased_until"),
+    createdAt: timestamp("created_at").notNull(),
+    updatedAt: timestamp("updated_at").notNull(),
+    sentAt: timestamp("sent_at"),
+  },
+  (t) => [
+    index("messages_status_created").on(t.status, t.createdAt),
+    index("messages_user").on(t.userId, t.createdAt),
+  ],
+);
+
+/** Deployment-wide settings (notifier_paused). */
+export const siteConfig = sqliteTable("site_config", {
+  key: text("key").primaryKey(),
+  value: text("value").notNull(),
+  updatedAt: timestamp("updated_at").notNull(),
+});
+
+/** At most one live passcode per user; only its HMAC is stored (SPEC §3 A5). */
+export const oneTimePasscodes = sqliteTable("one_time_passcodes", {
+  userId: text("user_id")
+    .primaryKey()
+    .references(() => users.id),
+  codeHmac: text("code_hmac").notNull(),
+  expiresAt: timestamp("expires_at").notNull(),
+  attempts: integer("attempts").notNull().default(0),
+  createdAt: timestamp("created_at").notNull(),
+});
+
 export type UserRow = typeof users.$inferSelect;
+export type TemplateRow = typeof notificationTemplates.$inferSelect;
+export type MessageRow = typeof notificationMessages.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type OrganizationRow = typeof organizations.$inferSelect;
 export type AuditLogInsert = typeof auditLogs.$inferInsert;

@@ -28,6 +28,7 @@ export function toValidations(error: z.ZodError): FieldValidation[] {
  */
 export function jsonBody<T extends z.ZodType>(
   schema: T,
+  options: { invalidMessage?: string } = {},
 ): MiddlewareHandler<AppEnv, string, { in: { json: z.input<T> }; out: { json: z.output<T> } }> {
   return async (c, next) => {
     const text = await c.req.text();
@@ -37,15 +38,18 @@ export function jsonBody<T extends z.ZodType>(
     } catch {
       throw badRequest(Messages.badJson);
     }
-    c.req.addValidatedData("json", validateOrThrow(schema, raw) as object);
+    c.req.addValidatedData("json", validateOrThrow(schema, raw, options.invalidMessage) as object);
     await next();
   };
 }
 
-function validateOrThrow<T extends z.ZodType>(schema: T, raw: unknown): z.output<T> {
+/** Some endpoints name their own 400 message (N1: "Invalid request body"); the detail then lists the fields. */
+function validateOrThrow<T extends z.ZodType>(schema: T, raw: unknown, invalidMessage?: string): z.output<T> {
   const result = schema.safeParse(raw);
-  if (!result.success) throw validationFailed(toValidations(result.error));
-  return result.data;
+  if (result.success) return result.data;
+  const validations = toValidations(result.error);
+  if (!invalidMessage) throw validationFailed(validations);
+  throw badRequest(invalidMessage, { detail: validations.map((v) => `${v.field}: ${v.detail}`).join("; "), validations });
 }
 
 /** Validates query parameters; repeated parameters arrive as arrays, single ones as strings. */

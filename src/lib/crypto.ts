@@ -50,3 +50,34 @@ export async function hmacHex(secret: string, message: string): Promise<string> 
 export function nowIso(now: number = Date.now()): string {
   return new Date(now).toISOString();
 }
+
+let lastV7Ms = 0;
+let v7Sequence = 0;
+
+/**
+ * UUID version 7 (RFC 9562): a millisecond timestamp first, so ids sort by creation. Within one millisecond a
+ * 12-bit counter (rand_a) keeps ids from this isolate increasing, which makes (created_at, id) a stable order.
+ */
+export function uuidv7(now: number = Date.now()): string {
+  if (now <= lastV7Ms) {
+    v7Sequence += 1;
+    if (v7Sequence > 0xfff) {
+      lastV7Ms += 1;
+      v7Sequence = 0;
+    }
+  } else {
+    lastV7Ms = now;
+    v7Sequence = 0;
+  }
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  let ms = lastV7Ms;
+  for (let i = 5; i >= 0; i--) {
+    bytes[i] = ms & 0xff;
+    ms = Math.floor(ms / 256);
+  }
+  bytes[6] = 0x70 | ((v7Sequence >> 8) & 0x0f);
+  bytes[7] = v7Sequence & 0xff;
+  bytes[8] = 0x80 | ((bytes[8] ?? 0) & 0x3f);
+  const hex = toHex(bytes);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}

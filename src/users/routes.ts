@@ -10,6 +10,7 @@ import { ApiError, badRequest, conflict, forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
 import { nowIso } from "../lib/crypto";
+import { notifyAccountEvent, sendPasswordChangedNotice } from "./events";
 import { resolveUser } from "./resolve";
 import {
   changePasswordBody,
@@ -117,6 +118,7 @@ export const userRoutes = new Hono<AppEnv>()
       if (isUniqueViolation(error)) throw conflict("User with that email or username already exists.");
       throw error;
     }
+    notifyAccountEvent(c, "created", row);
     return c.json(toUserResponse(row, [organizationId]), 201);
   })
   .get("/users", requireAuth, queryParams(listUsersQuery), async (c) => {
@@ -127,8 +129,9 @@ export const userRoutes = new Hono<AppEnv>()
     if (!can(c, "read", { type: "user" })) filters.push(eq(users.id, c.var.auth.user.id));
     if (status) filters.push(eq(users.status, status));
     if (q) {
-      const pattern = `%${q.toLowerCase().replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
-      const search = or(sql`lower(${users.username}) LIKE ${pattern} ESCAPE '\\'`, sql`lower(${users.email}) LIKE ${pattern} ESCAPE '\\'`);
+      // instr() rather than LIKE: no wildcard escaping, and D1 caps LIKE patterns at 50 bytes.
+      const needle = q.toLowerCase();
+      const search = or(sql`instr(lower(${users.username}), ${needle}) > 0`, sql`instr(lower(${users.email}), ${needle}) > 0`);
       if (search) filters.push(search);
     }
     const where = and(...filters);
@@ -157,6 +160,7 @@ export const userRoutes = new Hono<AppEnv>()
       db.delete(organizationMembers).where(eq(organizationMembers.userId, user.id)),
       auditInsert(db, c, { action: "delete", resourceType: "user", resourceId: user.id, diff: { username: user.username } }),
     ]);
+    notifyAccountEvent(c, "deleted", user);
     return c.json({ message: "User has been deleted!" }, 200);
   })
   .put("/users/:user/roles", requireAuth, jsonBody(updateRolesBody), async (c) => {
@@ -193,6 +197,7 @@ export const userRoutes = new Hono<AppEnv>()
       db.update(users).set({ status, updatedAt }).where(eq(users.id, user.id)),
       auditInsert(db, c, { action, resourceType: "user", resourceId: user.id, diff: { status: { old: user.status, new: status } } }),
     ]);
+    if (user.status !== status) notifyAccountEvent(c, action === "suspend" ? "suspended" : "activated", user);
     return c.json(await userResponse(db, { ...user, status, updatedAt }), 200);
   })
   .put("/users/:user/password", requireAuth, jsonBody(changePasswordBody), async (c) => {
@@ -225,6 +230,7 @@ export const userRoutes = new Hono<AppEnv>()
       db.delete(apiKeys).where(and(eq(apiKeys.userId, user.id), sql`${apiKeys.id} <> ${keepKey}`)),
       auditInsert(db, c, { action: "change_password", resourceType: "user", resourceId: user.id }),
     ]);
+    await sendPasswordChangedNotice(c.env, c.executionCtx, user.id, c.var.auth.user.id);
     return c.body(null, 204);
   });
 

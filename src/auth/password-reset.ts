@@ -1,0 +1,85 @@
+import { and, eq, exists, sql } from "drizzle-orm";
+import { Hono } from "hono";
+import { z } from "zod";
+import { auditInsert } from "../audit/log";
+import { database } from "../db/client";
+import { apiKeys, oneTimePasscodes, users } from "../db/schema";
+import { badRequest } from "../http/errors";
+import type { AppEnv } from "../http/types";
+import { jsonBody } from "../http/validate";
+import { nowIso } from "../lib/crypto";
+import { enqueueNotification } from "../notifications/enqueue";
+import { TEMPLATE_IDS } from "../notifications/templates";
+import { sendPasswordChangedNotice } from "../users/events";
+import { assertPasswordPolicy, findLiveUserByEmail } from "../users/service";
+import { codeHmac, consumePasscode, issuePasscode, passcodeMatches } from "./otp";
+import { hashPassword, verifyPassword } from "./passwords/hash";
+import { limitPerIp } from "./rate-limit";
+
+export const requestPasscodeBody = z.object({ email: z.email().max(320) });
+export const changePasswordWithPasscodeBody = z.object({
+  email: z.email().max(320),
+  one_time_passcode: z.string().min(1).max(128),
+  password: z.string().max(1024),
+});
+
+const INCORRECT = "Incorrect email or one-time passcode.";
+
+/** A5 and A4 (SPEC §3). */
+export const passwordResetRoutes = new Hono<AppEnv>()
+  .post("/users/otp/request", jsonBody(requestPasscodeBody), async (c) => {
+    const { email } = c.req.valid("json");
+    await limitPerIp(c, "otp-request");
+    // Everything that depends on whether the account exists happens after the response, so the answer and its
+    // timing are the same for every e-mail; over the per-e-mail limit nothing is sent either.
+    c.executionCtx.waitUntil(
+      (async () => {
+        const { success } = await c.env.LOGIN_ACCOUNT_LIMITER.limit({ key: `otp-request:${email.toLowerCase()}` });
+        if (!success) return;
+        const db = database(c.env.DB);
+        const user = await findLiveUserByEmail(db, email);
+        if (!user || user.loginType !== "password" || user.isSystem) return;
+        const code = await issuePasscode(db, c.var.config, user.id);
+        await enqueueNotification(c.env, c.executionCtx, {
+          userId: user.id,
+          templateId: TEMPLATE_IDS.oneTimePasscode,
+          secretLabels: { one_time_passcode: code },
+          createdBy: "system",
+        });
+      })().catch((error: unknown) => console.error(`[herald] passcode request failed: ${error instanceof Error ? error.name : "error"}`)),
+    );
+    return c.body(null, 204);
+  })
+  .post("/users/otp/change-password", jsonBody(changePasswordWithPasscodeBody), async (c) => {
+    const body = c.req.valid("json");
+    await limitPerIp(c, "otp-change");
+    // The policy sees only what the caller sent, so its verdict cannot reveal whether the account exists.
+    assertPasswordPolicy(body.password, { email: body.email });
+    const db = database(c.env.DB);
+    const config = c.var.config;
+    const user = await findLiveUserByEmail(db, body.email);
+    if (!user || user.loginType !== "password") {
+      await verifyPassword(undefined, body.password); // same cost as the real path below
+      throw badRequest(INCORRECT);
+    }
+    if (!(await passcodeMatches(db, config, user.id, body.one_time_passcode))) throw badRequest(INCORRECT);
+    if ((await verifyPassword(user.hashedPassword, body.password)).valid) {
+      throw badRequest("New password cannot match old password.");
+    }
+    const hashedPassword = await hashPassword(body.password);
+    // One transaction, every write guarded by the code still existing: of two concurrent uses of one code, only the
+    // first changes anything; the second finds the code gone and changes nothing.
+    const hmac = await codeHmac(config, user.id, body.one_time_passcode);
+    const stillValid = exists(
+      db.select({ one: sql`1` }).from(oneTimePasscodes).where(and(eq(oneTimePasscodes.userId, user.id), eq(oneTimePasscodes.codeHmac, hmac))),
+    );
+    const [, , consumed] = await db.batch([
+      db.update(users).set({ hashedPassword, updatedAt: nowIso() }).where(and(eq(users.id, user.id), stillValid)),
+      db.delete(apiKeys).where(and(eq(apiKeys.userId, user.id), stillValid)),
+      consumePasscode(db, user.id, hmac),
+    ]);
+    if (consumed.length === 0) throw badRequest(INCORRECT);
+    await db.batch([auditInsert(db, c, { userId: user.id, action: "reset_password", resourceType: "user", resourceId: user.id })]);
+    await sendPasswordChangedNotice(c.env, c.executionCtx, user.id, "system");
+    return c.body(null, 204);
+  });

@@ -1,0 +1,84 @@
+import { and, asc, eq, inArray, isNull, lt, lte, ne, or } from "drizzle-orm";
+import { database } from "../db/client";
+import { notificationMessages } from "../db/schema";
+import type { Env, NotificationQueueMessage } from "../env";
+import { nowIso } from "../lib/crypto";
+import { dispatchMessage, kickMessages } from "./dispatch";
+import { readPaused } from "./settings";
+
+export const DEAD_LETTER_QUEUE = "herald-notifications-dlq";
+export const PURGE_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
+/** The cron leaves fresh messages to the normal path (direct send or queue) and only picks up stragglers. */
+const STRAGGLER_AGE_MS = 30_000;
+const REDRIVE_BATCH = 500;
+
+/**
+ * The queue consumer. Our retry schedule lives in D1 (dispatchMessage re-enqueues with a delay), so a message is
+ * acked once handled; only an unexpected crash asks the queue to retry, and what keeps crashing reaches the
+ * dead-letter queue, whose consumer records it as a permanent failure with the reason.
+ */
+export async function handleQueue(batch: MessageBatch<NotificationQueueMessage>, env: Env): Promise<void> {
+  if (batch.queue === DEAD_LETTER_QUEUE) {
+    const ids = batch.messages.map((m) => m.body.messageId);
+    await database(env.DB)
+      .update(notificationMessages)
+      .set({ status: "permanent_failure", statusReason: "dead-lettered: the consumer failed on every queue retry", leasedUntil: null, updatedAt: nowIso() })
+      .where(and(inArray(notificationMessages.id, ids), ne(notificationMessages.status, "sent")));
+    batch.ackAll();
+    return;
+  }
+  for (const message of batch.messages) {
+    try {
+      await dispatchMessage(env, message.body.messageId);
+      message.ack();
+    } catch (error) {
+      console.error(`[herald] queue consumer failed on ${message.body.messageId}: ${error instanceof Error ? error.name : "error"}`);
+      message.retry();
+    }
+  }
+}
+
+/**
+ * Sends every due message again: expired leases (a worker died mid-send) become retryable, then due messages are
+ * kicked oldest first. `minAgeMs` 0 is the resume path (everything pending, now).
+ */
+export async function redrive(env: Env, minAgeMs: number): Promise<number> {
+  const db = database(env.DB);
+  const now = nowIso();
+  await db
+    .update(notificationMessages)
+    .set({ status: "temporary_failure", statusReason: "lease expired before the send finished", leasedUntil: null, updatedAt: now })
+    .where(and(eq(notificationMessages.status, "leased"), lt(notificationMessages.leasedUntil, now)));
+  if (await readPaused(db)) return 0;
+  const due = await db
+    .select({ id: notificationMessages.id, method: notificationMessages.method })
+    .from(notificationMessages)
+    .where(
+      and(
+        inArray(notificationMessages.status, ["pending", "temporary_failure"]),
+        or(isNull(notificationMessages.nextRetryAfter), lte(notificationMessages.nextRetryAfter, now)),
+        lte(notificationMessages.updatedAt, nowIso(Date.now() - minAgeMs)),
+      ),
+    )
+    .orderBy(asc(notificationMessages.createdAt), asc(notificationMessages.id))
+    .limit(REDRIVE_BATCH);
+  await kickMessages(env, due);
+  return due.length;
+}
+
+/** Finished messages (sent, failed for good, inhibited) are kept 7 days for the admin view, then purged. */
+export async function purgeFinished(env: Env): Promise<void> {
+  await database(env.DB)
+    .delete(notificationMessages)
+    .where(
+      and(
+        inArray(notificationMessages.status, ["sent", "permanent_failure", "inhibited"]),
+        lt(notificationMessages.updatedAt, nowIso(Date.now() - PURGE_AFTER_MS)),
+      ),
+    );
+}
+
+export async function handleScheduled(env: Env): Promise<void> {
+  await redrive(env, STRAGGLER_AGE_MS);
+  await purgeFinished(env);
+}

@@ -1,0 +1,18 @@
+import type { DeliveryContext } from "./types";
+
+/** Into the user's inbox object; idempotent there on the notification id, so a retry never duplicates. */
+export async function sendToInbox({ env, message, template, rendered }: DeliveryContext): Promise<void> {
+  const inbox = env.USER_INBOX.get(env.USER_INBOX.idFromName(message.userId));
+  await inbox.deliver({
+    id: message.notificationId,
+    userId: message.userId,
+    templateId: message.templateId,
+    templateGroup: template.group,
+    targets: message.targets,
+    title: rendered.titleMarkdown,
+    content: rendered.bodyMarkdown,
+    icon: "",
+    actions: rendered.actions,
+    createdAt: message.createdAt,
+  });
+}

@@ -1,0 +1,27 @@
+import type { Config } from "../../config/config";
+import type { MessageRow, TemplateRow } from "../../db/schema";
+import type { Env } from "../../env";
+import type { RenderedNotification } from "../render";
+
+/** A send either succeeds, fails in a way worth retrying, or fails for good (SPEC §6 classification). */
+export class DeliveryError extends Error {
+  override name = "DeliveryError";
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super(message);
+  }
+}
+
+export interface DeliveryContext {
+  env: Env;
+  config: Config;
+  message: MessageRow;
+  template: TemplateRow;
+  rendered: RenderedNotification;
+  /** The payload as sent: labels opened, actions rendered, no sealed fields. */
+  payload: Record<string, unknown>;
+}
+
+export type Channel = (ctx: DeliveryContext) => Promise<void>;

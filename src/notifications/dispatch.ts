@@ -1,0 +1,130 @@
+import { and, eq, inArray, isNull, lte, or, sql } from "drizzle-orm";
+import { getConfig, type Config } from "../config/config";
+import { database, type Database } from "../db/client";
+import { notificationMessages, notificationTemplates, users, type DispatchMethod, type MessageRow } from "../db/schema";
+import type { Env } from "../env";
+import { nowIso } from "../lib/crypto";
+import { sendToInbox } from "./channels/inbox";
+import { sendEmail } from "./channels/smtp";
+import { DeliveryError, type Channel } from "./channels/types";
+import { sendWebhook } from "./channels/webhook";
+import { renderTemplate } from "./render";
+import { unseal } from "./sealed";
+import { readPaused } from "./settings";
+
+const CHANNELS: Record<DispatchMethod, Channel> = { smtp: sendEmail, webhook: sendWebhook, inbox: sendToInbox };
+/** A lease longer than any send's timeouts: past it, the cron assumes the worker died and re-drives. */
+export const LEASE_MS = 60_000;
+const MAX_BACKOFF_MS = 60 * 60 * 1000;
+
+export type DispatchOutcome = "sent" | "retry" | "failed" | "skipped";
+
+/** Exponential backoff with jitter: attempt n waits between half and all of base·2^(n-1), capped at an hour. */
+export function backoffMs(config: Config, attempts: number): number {
+  const ceiling = Math.min(MAX_BACKOFF_MS, config.NOTIFICATIONS_RETRY_BASE * 2 ** Math.max(0, attempts - 1));
+  return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
+}
+
+/** Takes the message if it is due: one UPDATE decides, so two consumers never send the same message. */
+async function lease(db: Database, id: string): Promise<MessageRow | undefined> {
+  const now = nowIso();
+  const rows = await db
+    .update(notificationMessages)
+    .set({ status: "leased", leasedUntil: nowIso(Date.now() + LEASE_MS), attempts: sql`${notificationMessages.attempts} + 1`, updatedAt: now })
+    .where(
+      and(
+        eq(notificationMessages.id, id),
+        inArray(notificationMessages.status, ["pending", "temporary_failure"]),
+        or(isNull(notificationMessages.nextRetryAfter), lte(notificationMessages.nextRetryAfter, now)),
+      ),
+    )
+    .returning();
+  return rows[0];
+}
+
+/** The payload as it leaves: sealed labels opened (and never echoed), actions rendered. */
+async function openPayload(config: Config, message: MessageRow): Promise<Record<string, unknown> & { labels: Record<string, string> }> {
+  const { sealed_labels: sealed, ...payload }: Record<string, unknown> = message.payload;
+  const labels = { ...(payload.labels as Record<string, string>) };
+  if (typeof sealed === "string") Object.assign(labels, await unseal(config.SECRET_KEY, sealed));
+  return { ...payload, labels };
+}
+
+/**
+ * Delivers one message by its method and records the outcome (SPEC §6): sent; a retryable failure scheduled with
+ * backoff (or, at NOTIFICATIONS_MAX_ATTEMPTS, a permanent failure); or a permanent failure with its reason.
+ */
+export async function dispatchMessage(env: Env, id: string): Promise<DispatchOutcome> {
+  const config = getConfig(env);
+  const db = database(env.DB);
+  if (await readPaused(db)) return "skipped";
+  const message = await lease(db, id);
+  if (!message) return "skipped";
+
+  const [templates, recipients] = await db.batch([
+    db.select().from(notificationTemplates).where(eq(notificationTemplates.id, message.templateId)),
+    db.select({ name: users.name, username: users.username, email: users.email }).from(users).where(eq(users.id, message.userId)),
+  ]);
+  const template = templates[0];
+  const payload = await openPayload(config, message);
+  const user = recipients[0] ?? { name: "", username: String(payload.user_username ?? ""), email: String(payload.user_email ?? "") };
+
+  try {
+    if (!template) throw new DeliveryError("the template no longer exists", false);
+    const rendered = renderTemplate(template, {
+      user,
+      labels: payload.labels,
+      data: (payload.data as Record<string, unknown>) ?? {},
+      baseUrl: config.ACCESS_URL,
+    });
+    await CHANNELS[message.method]({ env, config, message, template, rendered, payload: { ...payload, actions: rendered.actions } });
+    await finish(db, message, { status: "sent", statusReason: null, sentAt: nowIso() });
+    return "sent";
+  } catch (error) {
+    const failure = error instanceof DeliveryError ? error : new DeliveryError("unexpected delivery error", true);
+    if (!(error instanceof DeliveryError)) console.error(`[herald] delivery of message ${id} failed unexpectedly: ${error instanceof Error ? error.name : "error"}`);
+    if (failure.retryable && message.attempts < config.NOTIFICATIONS_MAX_ATTEMPTS) {
+      const delay = backoffMs(config, message.attempts);
+      await db
+        .update(notificationMessages)
+        .set({ status: "temporary_failure", statusReason: failure.message, nextRetryAfter: nowIso(Date.now() + delay), leasedUntil: null, updatedAt: nowIso() })
+        .where(eq(notificationMessages.id, id));
+      await env.NOTIFICATION_QUEUE.send({ messageId: id }, { delaySeconds: Math.ceil(delay / 1000) });
+      return "retry";
+    }
+    const reason = failure.retryable ? `gave up after ${message.attempts} attempts: ${failure.message}` : failure.message;
+    await finish(db, message, { status: "permanent_failure", statusReason: reason, sentAt: null });
+    return "failed";
+  }
+}
+
+/** A finished message keeps no sealed labels: they were needed only to send. */
+async function finish(db: Database, message: MessageRow, outcome: Pick<MessageRow, "status" | "statusReason" | "sentAt">) {
+  const { sealed_labels: _dropped, ...payload } = message.payload;
+  await db
+    .update(notificationMessages)
+    .set({ ...outcome, payload, leasedUntil: null, nextRetryAfter: null, updatedAt: nowIso() })
+    .where(eq(notificationMessages.id, message.id));
+}
+
+/**
+ * Starts delivery of freshly committed (or re-driven) messages: inbox copies go straight to the user's object, in
+ * order, for the lowest latency to watchers; external ones go onto the queue.
+ */
+export async function kickMessages(env: Env, messages: Pick<MessageRow, "id" | "method">[]): Promise<void> {
+  const external = messages.filter((m) => m.method !== "inbox");
+  if (external.length > 0) {
+    for (let i = 0; i < external.length; i += 100) {
+      await env.NOTIFICATION_QUEUE.sendBatch(external.slice(i, i + 100).map((m) => ({ body: { messageId: m.id } })));
+    }
+  }
+  for (const message of messages) {
+    if (message.method !== "inbox") continue;
+    try {
+      await dispatchMessage(env, message.id);
+    } catch (error) {
+      // The row is still pending or leased: the cron re-drives it.
+      console.error(`[herald] direct inbox delivery of ${message.id} failed: ${error instanceof Error ? error.name : "error"}`);
+    }
+  }
+}

@@ -1,0 +1,72 @@
+import { asc, eq, inArray } from "drizzle-orm";
+import { Hono, type Context } from "hono";
+import { auditInsert } from "../audit/log";
+import { requireAuth } from "../auth/session";
+import { can } from "../authz/guard";
+import { database, type Database } from "../db/client";
+import { notificationPreferences, notificationTemplates, type UserRow } from "../db/schema";
+import { badRequest, forbidden } from "../http/errors";
+import type { AppEnv } from "../http/types";
+import { jsonBody } from "../http/validate";
+import { nowIso } from "../lib/crypto";
+import { resolveUser } from "../users/resolve";
+import { preferencesBody } from "./schemas";
+
+async function preferencesOf(db: Database, userId: string) {
+  const rows = await db
+    .select()
+    .from(notificationPreferences)
+    .where(eq(notificationPreferences.userId, userId))
+    .orderBy(asc(notificationPreferences.templateId));
+  return rows.map((p) => ({ id: p.templateId, disabled: p.disabled, updated_at: p.updatedAt }));
+}
+
+/** The user themself or an owner; someone who can see the user but not its preferences gets 403 (SPEC §4). */
+async function targetUser(c: Context<AppEnv>, action: "read" | "update"): Promise<UserRow> {
+  const user = await resolveUser(c, c.req.param("user") ?? "");
+  if (!can(c, action, { type: "notification_preference", ownerId: user.id })) {
+    throw forbidden("Forbidden.", `You cannot ${action} this user's notification preferences.`);
+  }
+  return user;
+}
+
+/** N12 and N13. */
+export const preferenceRoutes = new Hono<AppEnv>()
+  .get("/users/:user/notifications/preferences", requireAuth, async (c) => {
+    const user = await targetUser(c, "read");
+    return c.json(await preferencesOf(database(c.env.DB), user.id), 200);
+  })
+  .put("/users/:user/notifications/preferences", requireAuth, jsonBody(preferencesBody), async (c) => {
+    const { template_disabled_map: map } = c.req.valid("json");
+    const user = await targetUser(c, "update");
+    const db = database(c.env.DB);
+    const ids = Object.keys(map);
+    const templates = ids.length > 0
+      ? await db.select({ id: notificationTemplates.id, mandatory: notificationTemplates.mandatory, name: notificationTemplates.name }).from(notificationTemplates).where(inArray(notificationTemplates.id, ids))
+      : [];
+    const known = new Map(templates.map((t) => [t.id, t]));
+    // Every problem is reported at once, one validation per bad key, and nothing is written.
+    const validations = ids.flatMap((id) => {
+      const template = known.get(id);
+      if (!template) return [{ field: `template_disabled_map.${id}`, detail: "No notification template has this id." }];
+      if (template.mandatory && map[id]) return [{ field: `template_disabled_map.${id}`, detail: `"${template.name}" is mandatory and cannot be disabled.` }];
+      return [];
+    });
+    if (validations.length > 0) throw badRequest("Validation failed.", { validations });
+
+    const updatedAt = nowIso();
+    const writes = ids.map((templateId) =>
+      db
+        .insert(notificationPreferences)
+        .values({ userId: user.id, templateId, disabled: map[templateId] ?? false, updatedAt })
+        .onConflictDoUpdate({
+          target: [notificationPreferences.userId, notificationPreferences.templateId],
+          set: { disabled: map[templateId] ?? false, updatedAt },
+        }),
+    );
+    await db.batch([
+      auditInsert(db, c, { action: "update", resourceType: "notification_preference", resourceId: user.id, diff: { template_disabled_map: map } }),
+      ...writes,
+    ]);
+    return c.json(await preferencesOf(db, user.id), 200);
+  });

@@ -1,0 +1,105 @@
+import { Marked } from "marked";
+import type { TemplateRow } from "../db/schema";
+import { markdownToPlaintext } from "../markdown/plaintext";
+
+export interface RenderContext {
+  user: { name: string; username: string; email: string };
+  labels: Record<string, string>;
+  data: Record<string, unknown>;
+  baseUrl: string;
+}
+
+export interface RenderedNotification {
+  titleMarkdown: string;
+  bodyMarkdown: string;
+  title: string;
+  body: string;
+  html: string;
+  actions: { label: string; url: string }[];
+}
+
+type Escape = (value: string) => string;
+
+const PLACEHOLDER = /\{\{\s*(base_url|\.UserName|\.UserUsername|\.UserEmail|\.Labels\.([A-Za-z0-9_]+)|\.Data\.([A-Za-z0-9_]+))\s*\}\}/g;
+
+/** Label values are data, not Markdown: every character Markdown or HTML could interpret is escaped. */
+export const escapeMarkdown: Escape = (value) => value.replace(/[\\`*_{}[\]()#+\-.!|<>~&"']/g, (ch) => `\\${ch}`);
+const verbatim: Escape = (value) => value;
+
+/**
+ * The logic-less renderer: placeholders are substituted, nothing else is evaluated (no loops, no functions), so a
+ * template can never run code or reach data it was not given. Unknown placeholders become "".
+ */
+export function fill(template: string, ctx: RenderContext, escape: Escape): string {
+  return template.replace(PLACEHOLDER, (_, name: string, label?: string, datum?: string) => {
+    if (name === "base_url") return ctx.baseUrl.replace(/\/$/, "");
+    if (name === ".UserName") return escape(ctx.user.name || ctx.user.username);
+    if (name === ".UserUsername") return escape(ctx.user.username);
+    if (name === ".UserEmail") return escape(ctx.user.email);
+    if (label !== undefined) return escape(ctx.labels[label] ?? "");
+    if (datum !== undefined) {
+      const value = ctx.data[datum];
+      return escape(value === undefined || value === null ? "" : typeof value === "string" ? value : JSON.stringify(value));
+    }
+    return "";
+  });
+}
+
+// Raw HTML in Markdown is shown as text in e-mails, never interpreted: a custom message cannot inject markup.
+const markdownHtml = new Marked({ gfm: true, async: false });
+markdownHtml.use({
+  renderer: {
+    html: ({ text }) => escapeHtml(text),
+  },
+});
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+}
+
+export function markdownToHtml(markdown: string): string {
+  return markdownHtml.parse(markdown) as string;
+}
+
+export function parseActions(json: string): { label: string; url: string }[] {
+  try {
+    const parsed: unknown = JSON.parse(json);
+    if (!Array.isArray(parsed)) return [];
+    return parsed.filter(
+      (a): a is { label: string; url: string } => typeof a?.label === "string" && typeof a?.url === "string",
+    );
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Renders a template for one recipient. Labels are escaped for Markdown, except in custom templates whose title and
+ * message are the sender's own Markdown (SPEC §6); action URLs get URL-encoded values.
+ */
+export function renderTemplate(template: TemplateRow, ctx: RenderContext): RenderedNotification {
+  const escape = template.kind === "custom" ? verbatim : escapeMarkdown;
+  const titleMarkdown = fill(template.titleTemplate, ctx, escape).trim();
+  const bodyMarkdown = fill(template.bodyTemplate, ctx, escape).trim();
+  const actions = parseActions(template.actions).map((a) => ({
+    label: fill(a.label, ctx, verbatim),
+    url: fill(a.url, ctx, encodeURIComponent),
+  }));
+  const title = markdownToPlaintext(titleMarkdown);
+  const body = markdownToPlaintext(bodyMarkdown);
+  const actionsHtml = actions.map((a) => `<p><a href="${escapeHtml(a.url)}">${escapeHtml(a.label)}</a></p>`).join("");
+  return {
+    titleMarkdown,
+    bodyMarkdown,
+    title,
+    body,
+    html: `${markdownToHtml(bodyMarkdown)}${actionsHtml}`,
+    actions,
+  };
+}
+
+/** The e-mail's text part: the plaintext body followed by each action as `label: url`. */
+export function emailText(rendered: RenderedNotification): string {
+  const actions = rendered.actions.map((a) => `${a.label}: ${a.url}`).join("\n");
+  return actions ? `${rendered.body}\n\n${actions}\n` : `${rendered.body}\n`;
+}

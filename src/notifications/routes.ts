@@ -1,0 +1,122 @@
+import { and, asc, count, desc, eq, type SQL } from "drizzle-orm";
+import { Hono, type Context } from "hono";
+import { auditInsert } from "../audit/log";
+import { requireAuth } from "../auth/session";
+import { assertCan, can } from "../authz/guard";
+import { database } from "../db/client";
+import { notificationMessages, notificationTemplates, type MessageRow, type TemplateRow } from "../db/schema";
+import { ApiError, forbidden } from "../http/errors";
+import type { AppEnv } from "../http/types";
+import { jsonBody, queryParams } from "../http/validate";
+import { redrive } from "./background";
+import { enqueueNotification } from "./enqueue";
+import { customNotificationBody, messagesQuery, settingsBody } from "./schemas";
+import { readPaused, writePaused } from "./settings";
+import { TEMPLATE_IDS } from "./templates";
+
+/** The interface's NotificationTemplate: `actions` is a JSON string, `method` "" when the deployment default. */
+export function toTemplateResponse(t: TemplateRow) {
+  return {
+    id: t.id,
+    name: t.name,
+    title_template: t.titleTemplate,
+    body_template: t.bodyTemplate,
+    actions: t.actions,
+    group: t.group,
+    method: t.method,
+    kind: t.kind,
+    enabled_by_default: t.enabledByDefault,
+  };
+}
+
+function toMessageResponse(m: MessageRow) {
+  return {
+    id: m.id,
+    notification_id: m.notificationId,
+    template_id: m.templateId,
+    user_id: m.userId,
+    method: m.method,
+    status: m.status,
+    status_reason: m.statusReason ?? "",
+    attempts: m.attempts,
+    created_by: m.createdBy,
+    created_at: m.createdAt,
+    updated_at: m.updatedAt,
+    sent_at: m.sentAt,
+    next_retry_after: m.nextRetryAfter,
+    targets: m.targets,
+  };
+}
+
+async function templatesOfKind(c: Context<AppEnv>, kind: TemplateRow["kind"]) {
+  assertCan(c, "read", { type: "notification_template" });
+  const db = database(c.env.DB);
+  try {
+    const rows = await db.select().from(notificationTemplates).where(eq(notificationTemplates.kind, kind)).orderBy(asc(notificationTemplates.name));
+    return c.json(rows.map(toTemplateResponse), 200);
+  } catch {
+    // N9/N10's documented 500: the storage failed (the error handler would log it the same way).
+    throw new ApiError(500, `Failed to retrieve ${kind} notification templates.`, { detail: `Request ID: ${c.get("requestId")}` });
+  }
+}
+
+/** N1, N2, N7–N11 and the admin view of deliveries (SPEC §4). */
+export const notificationRoutes = new Hono<AppEnv>()
+  .post("/notifications/custom", requireAuth, jsonBody(customNotificationBody, { invalidMessage: "Invalid request body" }), async (c) => {
+    const auth = c.var.auth;
+    if (!can(c, "create", { type: "notification_message", ownerId: auth.user.id })) {
+      if (auth.user.isSystem) throw forbidden("Forbidden", "System users cannot send custom notifications.");
+      throw forbidden();
+    }
+    const body = c.req.valid("json");
+    await enqueueNotification(c.env, c.executionCtx, {
+      userId: auth.user.id,
+      templateId: TEMPLATE_IDS.custom,
+      labels: { custom_title: body.content.title.trim(), custom_message: body.content.message.trim() },
+      createdBy: auth.user.id,
+    });
+    return c.body(null, 204);
+  })
+  .get("/notifications/dispatch-methods", requireAuth, (c) =>
+    c.json([{ available: ["smtp", "webhook"], default: c.var.config.NOTIFICATIONS_METHOD }], 200),
+  )
+  .get("/notifications/settings", requireAuth, async (c) => c.json({ notifier_paused: await readPaused(database(c.env.DB)) }, 200))
+  .put("/notifications/settings", requireAuth, jsonBody(settingsBody), async (c) => {
+    assertCan(c, "update", { type: "deployment_config" });
+    const { notifier_paused } = c.req.valid("json");
+    const db = database(c.env.DB);
+    const current = await readPaused(db);
+    if (current === notifier_paused) return c.body(null, 304);
+    await db.batch([
+      writePaused(db, notifier_paused),
+      auditInsert(db, c, { action: "update", resourceType: "deployment_config", resourceId: "notifier_paused", diff: { notifier_paused: { old: current, new: notifier_paused } } }),
+    ]);
+    // Resuming sends everything that waited, oldest first.
+    if (!notifier_paused) c.executionCtx.waitUntil(redrive(c.env, 0));
+    return c.json({ notifier_paused }, 200);
+  })
+  .get("/notifications/templates/custom", requireAuth, (c) => templatesOfKind(c, "custom"))
+  .get("/notifications/templates/system", requireAuth, (c) => templatesOfKind(c, "system"))
+  .post("/notifications/test", requireAuth, async (c) => {
+    // Site-wide create on messages: the owner's permission, not a member's own-notification one.
+    assertCan(c, "create", { type: "notification_message" }, "Only an owner can send test notifications.");
+    await enqueueNotification(c.env, c.executionCtx, { userId: c.var.auth.user.id, templateId: TEMPLATE_IDS.test, createdBy: c.var.auth.user.id });
+    return c.body(null, 200);
+  })
+  .get("/notifications/messages", requireAuth, queryParams(messagesQuery), async (c) => {
+    assertCan(c, "read", { type: "notification_message" });
+    const q = c.req.valid("query");
+    const filters: SQL[] = [];
+    if (q.status) filters.push(eq(notificationMessages.status, q.status));
+    if (q.method) filters.push(eq(notificationMessages.method, q.method));
+    if (q.user_id) filters.push(eq(notificationMessages.userId, q.user_id));
+    if (q.template_id) filters.push(eq(notificationMessages.templateId, q.template_id));
+    const db = database(c.env.DB);
+    const where = and(...filters);
+    const [rows, total] = await db.batch([
+      db.select().from(notificationMessages).where(where).orderBy(desc(notificationMessages.createdAt), desc(notificationMessages.id)).limit(q.limit).offset(q.offset),
+      db.select({ n: count() }).from(notificationMessages).where(where),
+    ]);
+    return c.json({ messages: rows.map(toMessageResponse), count: total[0]?.n ?? 0 }, 200);
+  });
+

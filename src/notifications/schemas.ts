@@ -1,0 +1,33 @@
+import { z } from "zod";
+import { DISPATCH_METHODS, MESSAGE_STATUSES } from "../db/schema";
+
+export const CUSTOM_TITLE_MAX = 120;
+export const CUSTOM_MESSAGE_MAX = 2000;
+
+/** N1: at least one of title/message non-empty after trimming; lengths 120 / 2000 (SPEC §4). */
+export const customNotificationBody = z
+  .object({
+    content: z.object({
+      title: z.string().max(CUSTOM_TITLE_MAX, `title must be at most ${CUSTOM_TITLE_MAX} characters`).default(""),
+      message: z.string().max(CUSTOM_MESSAGE_MAX, `message must be at most ${CUSTOM_MESSAGE_MAX} characters`).default(""),
+    }),
+  })
+  .refine((b) => b.content.title.trim() !== "" || b.content.message.trim() !== "", {
+    path: ["content"],
+    message: "provide a non-empty title or message",
+  });
+
+export const settingsBody = z.object({ notifier_paused: z.boolean() });
+
+export const preferencesBody = z.object({
+  template_disabled_map: z.record(z.string().max(64), z.boolean()).refine((m) => Object.keys(m).length <= 200, "too many entries"),
+});
+
+export const messagesQuery = z.strictObject({
+  status: z.enum(MESSAGE_STATUSES).optional(),
+  method: z.enum(DISPATCH_METHODS).optional(),
+  user_id: z.uuid().optional(),
+  template_id: z.uuid().optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+});

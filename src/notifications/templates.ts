@@ -1,0 +1,14 @@
+/** Stable ids of the catalogue (SPEC §6), for producers that send a specific template. */
+export const TEMPLATE_IDS = {
+  test: "c425f63e-716a-4bf4-ae24-78348f706c3f",
+  custom: "39b1e189-c857-4b0c-877a-511144c18516",
+  oneTimePasscode: "62f86a30-2330-4b61-a26d-311ff3b608cf",
+  userCreated: "4e19c0ac-94e1-4532-9515-d1801aa283b2",
+  userDeleted: "f44d9314-ad03-4bc8-95d0-5cad491da6b6",
+  userSuspended: "b02ddd82-4733-4d02-a2d7-c36f3598997d",
+  userActivated: "9f5af851-8408-4e73-a7a1-c6502ba46689",
+  yourAccountSuspended: "6a2f0609-9b69-4d36-a989-9f5925b6cbff",
+  yourAccountActivated: "1a6a6bea-ee0a-43e2-9e7c-eabdb53730e4",
+  passwordChanged: "3c5f6a1e-8b2d-4f7a-9e0c-1d2b3a4c5e6f",
+  loginMethodChanged: "7e9d1b3a-5c2f-4e8d-a6b0-9f1e2d3c4b5a",
+} as const;

@@ -1,0 +1,139 @@
+// Workerd-side helpers for the protocol peers started by test/peers/global-setup.ts (SMTP server + webhook receiver).
+// Everything goes through the peers' HTTP control API at env.PEER_URL with plain fetch: the peers live in the Node
+// process that runs vitest, so there is no shared memory with the tests running here.
+//
+// The peers are shared by every test file of a run (vitest may run files in parallel), so tests should identify
+// their own messages (unique recipients, subjects, ids) rather than assume they are the only sender.
+import { env } from "cloudflare:workers";
+import PostalMime, { type Address } from "postal-mime";
+import type { RecordedEmail, RecordedWebhook, ScriptedResponse } from "./peers/global-setup";
+
+/** A message the SMTP peer accepted, with its envelope and the parsed RFC 822 content. */
+export interface ReceivedEmail {
+  /** Envelope sender (MAIL FROM); "" for the null sender. */
+  mailFrom: string;
+  /** Envelope recipients (RCPT TO). */
+  rcptTo: string[];
+  /** Username of the SMTP AUTH the sender performed, null if it did not authenticate. */
+  authUser: string | null;
+  /** From header address. */
+  from: string;
+  /** To header addresses (groups flattened). */
+  to: string[];
+  subject: string;
+  text: string;
+  html: string;
+  /** Header values by lower-cased name (first occurrence), e.g. headers["message-id"]. */
+  headers: Record<string, string>;
+  /** The message exactly as received after DATA. */
+  raw: string;
+  receivedAt: string;
+}
+
+/** A request the webhook receiver got on POST /webhook. */
+export interface ReceivedWebhook {
+  /** Lower-cased header names. */
+  headers: Record<string, string>;
+  body: string;
+  /** The body parsed as JSON, or undefined when it is not JSON. */
+  json: unknown;
+  receivedAt: string;
+}
+
+export type { ScriptedResponse };
+
+async function control(method: "GET" | "POST", path: string, body?: unknown): Promise<Response> {
+  const init: RequestInit =
+    body === undefined
+      ? { method }
+      : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
+  const res = await fetch(`${env.PEER_URL}${path}`, init);
+  if (!res.ok) throw new Error(`peer control ${method} ${path} failed: ${res.status} ${await res.text()}`);
+  return res;
+}
+
+/** Clears recorded emails and webhook calls, and any scripted webhook responses. */
+export async function resetPeers(): Promise<void> {
+  await (await control("POST", "/control/reset")).body?.cancel();
+}
+
+/** Every email the SMTP peer accepted since the last reset, oldest first. */
+export async function emails(): Promise<ReceivedEmail[]> {
+  const recorded = await (await control("GET", "/control/emails")).json<RecordedEmail[]>();
+  return Promise.all(recorded.map(parseEmail));
+}
+
+/** Every call the webhook receiver got since the last reset, oldest first. */
+export async function webhooks(): Promise<ReceivedWebhook[]> {
+  const recorded = await (await control("GET", "/control/webhooks")).json<RecordedWebhook[]>();
+  return recorded.map(({ headers, body, receivedAt }) => ({ headers, body, json: parseJson(body), receivedAt }));
+}
+
+/** Queues answers for the next webhook calls (one per call, in order); afterwards the receiver answers 200 "ok". */
+export async function scriptWebhook(responses: ScriptedResponse[]): Promise<void> {
+  await (await control("POST", "/control/webhook-responses", responses)).body?.cancel();
+}
+
+/** Closes the SMTP peer: open sessions are cut and new connections are refused. Resolves once the port is closed. */
+export async function stopSmtp(): Promise<void> {
+  await (await control("POST", "/control/smtp/stop")).body?.cancel();
+}
+
+/** Listens again on the same SMTP port. Resolves once it accepts connections. */
+export async function startSmtp(): Promise<void> {
+  await (await control("POST", "/control/smtp/start")).body?.cancel();
+}
+
+/**
+ * Polls `probe` every 50 ms until it returns something other than undefined, and returns that. A probe that throws
+ * (e.g. a failing `expect`) counts as "not yet"; if time runs out, its last error is rethrown so the failure says what
+ * was still wrong. Delivery happens in the queue consumer, asynchronously to the request that caused it, hence polling.
+ */
+export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() >= deadline) {
+      if (lastError !== undefined) throw lastError;
+      throw new Error(`waitFor: nothing after ${timeoutMs} ms`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function parseEmail(recorded: RecordedEmail): Promise<ReceivedEmail> {
+  const parsed = await PostalMime.parse(recorded.raw);
+  const headers: Record<string, string> = {};
+  for (const { key, value } of parsed.headers) headers[key] ??= value;
+  return {
+    mailFrom: recorded.mailFrom,
+    rcptTo: recorded.rcptTo,
+    authUser: recorded.authUser,
+    from: parsed.from ? (mailboxes([parsed.from])[0] ?? "") : "",
+    to: mailboxes(parsed.to ?? []),
+    subject: parsed.subject ?? "",
+    text: parsed.text ?? "",
+    html: parsed.html ?? "",
+    headers,
+    raw: recorded.raw,
+    receivedAt: recorded.receivedAt,
+  };
+}
+
+function mailboxes(addresses: Address[]): string[] {
+  return addresses.flatMap((a) => (a.group ? a.group.map((m) => m.address) : [a.address]));
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,248 @@
+// Real protocol peers for the notification-delivery tests: an SMTP server and a webhook receiver, both on 127.0.0.1.
+// This module runs in Node (vitest globalSetup), not in workerd: the Worker under test reaches the peers over real
+// TCP, exactly as it would reach a smarthost or a webhook endpoint in production. Tests read what the peers received,
+// script their answers and take the SMTP server down through a small JSON control API on the webhook port
+// (see test/peers.ts for the workerd-side helpers).
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo, Server as NetServer, Socket } from "node:net";
+import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "smtp-server";
+import type { TestProject } from "vitest/node";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** Port of the SMTP peer on 127.0.0.1. */
+    smtpPort: number;
+    /** Port of the webhook receiver and control API on 127.0.0.1. */
+    peerPort: number;
+  }
+}
+
+/** One message accepted by the SMTP peer. Shared with test/peers.ts through JSON. */
+export interface RecordedEmail {
+  /** Envelope sender (MAIL FROM); "" for the null sender `<>`. */
+  mailFrom: string;
+  /** Envelope recipients (RCPT TO), in order. */
+  rcptTo: string[];
+  /** The message as received after DATA (RFC 822 text, dot-unstuffed), decoded as UTF-8. */
+  raw: string;
+  /** Username the client authenticated with, or null when it sent no AUTH. */
+  authUser: string | null;
+  receivedAt: string;
+}
+
+/** One request received on POST /webhook. */
+export interface RecordedWebhook {
+  /** Request headers; names are lower-cased, repeated headers joined with ", ". */
+  headers: Record<string, string>;
+  body: string;
+  receivedAt: string;
+}
+
+export interface ScriptedResponse {
+  status: number;
+  body?: string;
+}
+
+const HOST = "127.0.0.1";
+
+export default async function setup({ provide }: TestProject): Promise<() => Promise<void>> {
+  const emails: RecordedEmail[] = [];
+  const webhooks: RecordedWebhook[] = [];
+  const script: ScriptedResponse[] = [];
+
+  const smtp = new SmtpPeer(emails);
+  // Port 0 lets the OS pick a free port; every later restart reuses it so the Worker's EMAIL_SMARTHOST stays valid.
+  const smtpPort = await smtp.start(0);
+
+  const http = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      // A broken control request must show up in the failing test, not kill the peer for every other test file.
+      const status = error instanceof BadRequest || error instanceof SyntaxError ? 400 : 500;
+      if (!res.headersSent) res.writeHead(status, { "content-type": "text/plain" });
+      res.end(error instanceof Error ? error.message : String(error));
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? "/", "http://peer").pathname;
+    const route = `${req.method ?? "GET"} ${path}`;
+    const body = await readBody(req);
+
+    switch (route) {
+      case "POST /webhook": {
+        webhooks.push({ headers: flattenHeaders(req), body, receivedAt: new Date().toISOString() });
+        const next = script.shift() ?? { status: 200, body: "ok" };
+        res.writeHead(next.status, { "content-type": "text/plain" });
+        res.end(next.body ?? "");
+        return;
+      }
+      case "GET /control/emails":
+        return sendJson(res, 200, emails);
+      case "GET /control/webhooks":
+        return sendJson(res, 200, webhooks);
+      case "POST /control/reset":
+        emails.length = 0;
+        webhooks.length = 0;
+        script.length = 0;
+        return sendJson(res, 200, { ok: true });
+      case "POST /control/webhook-responses": {
+        const responses = parseScript(body);
+        script.push(...responses);
+        return sendJson(res, 200, { queued: script.length });
+      }
+      case "POST /control/smtp/stop":
+        await smtp.stop();
+        return sendJson(res, 200, { listening: false });
+      case "POST /control/smtp/start":
+        await smtp.start(smtpPort);
+        return sendJson(res, 200, { listening: true, port: smtpPort });
+      default:
+        return sendJson(res, 404, { error: `no route ${route}` });
+    }
+  }
+
+  const peerPort = await listen(http, 0);
+
+  provide("smtpPort", smtpPort);
+  provide("peerPort", peerPort);
+
+  return async () => {
+    await smtp.stop();
+    // workerd keeps HTTP connections alive; drop them so close() does not wait for their idle timeout.
+    http.closeAllConnections();
+    await new Promise<void>((resolve) => http.close(() => resolve()));
+  };
+}
+
+/**
+ * The SMTP peer. Stopping destroys every open connection and closes the listening socket, so a client sees a refused
+ * connection (not a hanging one); starting builds a fresh SMTPServer on the same port, because a closed SMTPServer's
+ * graceful-shutdown timer and state are not meant to be reused.
+ */
+class SmtpPeer {
+  private server: SMTPServer | undefined;
+  private readonly sockets = new Set<Socket>();
+  /** Auth usernames by session id: smtp-server types `session.user` as `any`, this keeps it typed. */
+  private readonly authUsers = new Map<string, string>();
+
+  constructor(private readonly emails: RecordedEmail[]) {}
+
+  async start(port: number): Promise<number> {
+    if (this.server) return (this.server.server.address() as AddressInfo).port;
+    const server = new SMTPServer({
+      secure: false,
+      // No TLS at all: the Worker is configured with EMAIL_TLS=none, and without STARTTLS smtp-server lets AUTH run in
+      // clear text (allowInsecureAuth says so explicitly).
+      disabledCommands: ["STARTTLS"],
+      allowInsecureAuth: true,
+      authOptional: true,
+      authMethods: ["PLAIN", "LOGIN"],
+      // 127.0.0.1 has no useful PTR record; skipping the lookup keeps the greeting instant.
+      disableReverseLookup: true,
+      logger: false,
+      onAuth: (auth, session, callback) => {
+        // Any credentials are accepted; tests assert on the recorded username instead.
+        const username = auth.username ?? "";
+        this.authUsers.set(session.id, username);
+        callback(null, { user: { username } });
+      },
+      onData: (stream, session, callback) => {
+        this.collect(stream, session).then(
+          () => callback(),
+          (error: unknown) => callback(error instanceof Error ? error : new Error(String(error))),
+        );
+      },
+      onClose: (session) => {
+        this.authUsers.delete(session.id);
+      },
+    });
+    // Track raw sockets so stop() can cut live sessions instead of waiting smtp-server's 30 s grace period.
+    server.server.on("connection", (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.once("close", () => this.sockets.delete(socket));
+    });
+    // Client resets (e.g. from stop()) surface as server errors; they are expected here and must not crash Node.
+    server.on("error", () => {});
+    this.server = server;
+    try {
+      // SMTPServer.listen() is a pass-through to its net.Server, which is the one to watch for "error".
+      return await listen(server.server, port);
+    } catch (error) {
+      this.server = undefined;
+      throw error;
+    }
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.server = undefined;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    // net.Server.close() only stops accepting; its callback fires once every accepted socket is gone.
+    for (const socket of this.sockets) socket.destroy();
+    this.sockets.clear();
+    await closed;
+  }
+
+  private async collect(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    const { mailFrom, rcptTo } = session.envelope;
+    this.emails.push({
+      mailFrom: mailFrom ? mailFrom.address : "",
+      rcptTo: rcptTo.map((r) => r.address),
+      raw: Buffer.concat(chunks).toString("utf8"),
+      authUser: this.authUsers.get(session.id) ?? null,
+      receivedAt: new Date().toISOString(),
+    });
+  }
+}
+
+/** Listens on 127.0.0.1 and resolves with the bound port, or rejects if the port cannot be bound. */
+function listen(server: NetServer, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error) => reject(error);
+    server.once("error", onError);
+    server.listen(port, HOST, () => {
+      server.off("error", onError);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function flattenHeaders(req: IncomingMessage): Record<string, string> {
+  const headers: Record<string, string> = {};
+  // Node already lower-cases incoming header names.
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return headers;
+}
+
+/** A malformed control request (answered 400, unlike a failure of the peer itself). */
+class BadRequest extends Error {}
+
+function parseScript(body: string): ScriptedResponse[] {
+  const parsed: unknown = JSON.parse(body);
+  if (!Array.isArray(parsed)) throw new BadRequest("webhook-responses: expected a JSON array of {status, body?}");
+  return parsed.map((entry: unknown, i): ScriptedResponse => {
+    if (typeof entry !== "object" || entry === null) throw new BadRequest(`webhook-responses[${i}]: not an object`);
+    const { status, body: text } = entry as { status?: unknown; body?: unknown };
+    if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
+      throw new BadRequest(`webhook-responses[${i}]: status must be an integer HTTP status (200-599)`);
+    }
+    if (text !== undefined && typeof text !== "string") throw new BadRequest(`webhook-responses[${i}]: body must be a string`);
+    return text === undefined ? { status } : { status, body: text };
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  res.writeHead(status, { "content-type": "application/json" });
+  res.end(JSON.stringify(value));
+}
