@@ -8,7 +8,10 @@ import { readPaused } from "./settings";
 
 export const DEAD_LETTER_QUEUE = "herald-notifications-dlq";
 export const PURGE_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
-/** The cron leaves fresh messages to the normal path (direct send or queue) and only picks up stragglers. */
+/**
+ * The cron leaves fresh messages to the normal path (direct send, queue, scheduled retry) and only picks up
+ * stragglers. Re-driving a message that is also still queued is harmless: the lease lets only one send happen.
+ */
 const STRAGGLER_AGE_MS = 30_000;
 const REDRIVE_BATCH = 500;
 
@@ -50,14 +53,19 @@ export async function redrive(env: Env, minAgeMs: number): Promise<number> {
     .set({ status: "temporary_failure", statusReason: "lease expired before the send finished", leasedUntil: null, updatedAt: now })
     .where(and(eq(notificationMessages.status, "leased"), lt(notificationMessages.leasedUntil, now)));
   if (await readPaused(db)) return 0;
+  const cutoff = nowIso(Date.now() - minAgeMs);
   const due = await db
     .select({ id: notificationMessages.id, method: notificationMessages.method })
     .from(notificationMessages)
     .where(
-      and(
-        inArray(notificationMessages.status, ["pending", "temporary_failure"]),
-        or(isNull(notificationMessages.nextRetryAfter), lte(notificationMessages.nextRetryAfter, now)),
-        lte(notificationMessages.updatedAt, nowIso(Date.now() - minAgeMs)),
+      or(
+        // Pending past the straggler age: its direct send or queue message was lost.
+        and(eq(notificationMessages.status, "pending"), lte(notificationMessages.createdAt, cutoff)),
+        // Retries that are due (a lease that expired above has no retry time: due at once).
+        and(
+          eq(notificationMessages.status, "temporary_failure"),
+          or(isNull(notificationMessages.nextRetryAfter), lte(notificationMessages.nextRetryAfter, cutoff)),
+        ),
       ),
     )
     .orderBy(asc(notificationMessages.createdAt), asc(notificationMessages.id))
