@@ -10,6 +10,7 @@ import { authzRoutes } from "./authz/routes";
 import { ApiError, Messages } from "./http/errors";
 import { handleError, loadConfig, notFoundOrMethodNotAllowed } from "./http/middleware";
 import type { AppEnv } from "./http/types";
+import { externalLoginRoutes } from "./external/routes";
 import { inboxRoutes } from "./inbox/routes";
 import { notificationRoutes } from "./notifications/routes";
 import { preferenceRoutes } from "./notifications/preferences";
@@ -23,6 +24,7 @@ const api = new Hono<AppEnv>()
   .route("/", authzRoutes)
   .route("/", authRoutes)
   .route("/", passwordResetRoutes)
+  .route("/", externalLoginRoutes)
   .route("/", keyRoutes)
   .route("/", inboxRoutes)
   .route("/", notificationRoutes)

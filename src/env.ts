@@ -34,8 +34,11 @@ export interface Env {
   OIDC_CLIENT_ID?: string;
   OIDC_CLIENT_SECRET?: string;
   OIDC_ALLOW_SIGNUPS?: string;
+  OIDC_EMAIL_DOMAIN?: string;
   GITHUB_CLIENT_ID?: string;
   GITHUB_CLIENT_SECRET?: string;
+  GITHUB_WEB_URL?: string;
+  GITHUB_API_URL?: string;
 }
 
 type HeraldEnv = Env;

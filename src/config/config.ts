@@ -59,12 +59,32 @@ const configSchema = z
   OIDC_CLIENT_ID: optionalText,
   OIDC_CLIENT_SECRET: optionalText,
   OIDC_ALLOW_SIGNUPS: bool(false),
+  /** Comma-separated e-mail domains allowed to sign in through OIDC; empty allows any verified e-mail. */
+  OIDC_EMAIL_DOMAIN: z
+    .string()
+    .default("")
+    .transform((v) => v.split(",").map((d) => d.trim().toLowerCase()).filter((d) => d !== "")),
   GITHUB_CLIENT_ID: optionalText,
   GITHUB_CLIENT_SECRET: optionalText,
+  /** GitHub's web (authorize, token) and API base URLs; configurable for GitHub Enterprise and for tests. */
+  GITHUB_WEB_URL: z.url({ protocol: /^https?$/ }).default("https://github.com"),
+  GITHUB_API_URL: z.url({ protocol: /^https?$/ }).default("https://api.github.com"),
   })
   .superRefine((c, ctx) => {
     if (c.NOTIFICATIONS_METHOD === "webhook" && !c.NOTIFICATIONS_WEBHOOK_URL) {
       ctx.addIssue({ code: "custom", path: ["NOTIFICATIONS_WEBHOOK_URL"], message: "is required when NOTIFICATIONS_METHOD is webhook" });
+    }
+    if (c.OIDC_ISSUER_URL) {
+      const issuer = URL.parse(c.OIDC_ISSUER_URL);
+      // Plain http only for an issuer on this machine (development and tests); anywhere else tokens would be exposed.
+      const loopback = issuer !== null && /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/.test(issuer.hostname);
+      if (!issuer || !(issuer.protocol === "https:" || (issuer.protocol === "http:" && loopback))) {
+        ctx.addIssue({ code: "custom", path: ["OIDC_ISSUER_URL"], message: "must be an https URL (http only on loopback)" });
+      }
+      if (!c.OIDC_CLIENT_ID) ctx.addIssue({ code: "custom", path: ["OIDC_CLIENT_ID"], message: "is required with OIDC_ISSUER_URL" });
+    }
+    if (c.GITHUB_CLIENT_ID && !c.GITHUB_CLIENT_SECRET) {
+      ctx.addIssue({ code: "custom", path: ["GITHUB_CLIENT_SECRET"], message: "is required with GITHUB_CLIENT_ID" });
     }
     if (c.EMAIL_SMARTHOST && !/^[^:\s]+:\d{1,5}$/.test(c.EMAIL_SMARTHOST)) {
       ctx.addIssue({ code: "custom", path: ["EMAIL_SMARTHOST"], message: "must be host:port" });

@@ -186,6 +186,34 @@ export const oneTimePasscodes = sqliteTable("one_time_passcodes", {
   createdAt: timestamp("created_at").notNull(),
 });
 
+/** External identities: a user signs in through a provider by (issuer, subject), never by e-mail alone. */
+export const userLinks = sqliteTable(
+  "user_links",
+  {
+    issuer: text("issuer").notNull(),
+    subject: text("subject").notNull(),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    loginType: text("login_type", { enum: ["oidc", "github"] }).notNull(),
+    email: text("email").notNull(),
+    createdAt: timestamp("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.issuer, t.subject] }), index("user_links_user").on(t.userId)],
+);
+
+/** A7 conversions in flight: the state's HMAC, whom it belongs to, until when, and whether it was used. */
+export const loginConversions = sqliteTable("login_conversions", {
+  stateHmac: text("state_hmac").primaryKey(),
+  userId: text("user_id")
+    .notNull()
+    .references(() => users.id),
+  toType: text("to_type", { enum: ["oidc", "github"] }).notNull(),
+  expiresAt: timestamp("expires_at").notNull(),
+  usedAt: timestamp("used_at"),
+  createdAt: timestamp("created_at").notNull(),
+});
+
 export type UserRow = typeof users.$inferSelect;
 export type TemplateRow = typeof notificationTemplates.$inferSelect;
 export type MessageRow = typeof notificationMessages.$inferSelect;

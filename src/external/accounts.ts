@@ -1,0 +1,158 @@
+import { and, eq, gt, isNull } from "drizzle-orm";
+import type { Context } from "hono";
+import { auditInsert } from "../audit/log";
+import { LoginMessages } from "../auth/login";
+import { database, type Database } from "../db/client";
+import { apiKeys, loginConversions, organizationMembers, userLinks, users, type UserRow } from "../db/schema";
+import { ApiError, conflict, forbidden } from "../http/errors";
+import type { AppEnv } from "../http/types";
+import { hmacHex, nowIso, randomAlphanumeric } from "../lib/crypto";
+import { enqueueNotification } from "../notifications/enqueue";
+import { TEMPLATE_IDS } from "../notifications/templates";
+import { defaultOrganizationId, findLiveUserByEmail, isUniqueViolation } from "../users/service";
+import type { ExternalIdentity, ExternalLoginType } from "./provider";
+
+export function conversionStateHmac(secret: string, state: string): Promise<string> {
+  return hmacHex(secret, `herald-convert:${state}`);
+}
+
+async function linkedUser(db: Database, identity: ExternalIdentity): Promise<UserRow | undefined> {
+  const rows = await db
+    .select({ user: users })
+    .from(userLinks)
+    .innerJoin(users, eq(users.id, userLinks.userId))
+    .where(and(eq(userLinks.issuer, identity.issuer), eq(userLinks.subject, identity.subject), eq(users.deleted, false)));
+  return rows[0]?.user;
+}
+
+function linkInsert(db: Database, identity: ExternalIdentity, userId: string, type: ExternalLoginType) {
+  return db.insert(userLinks).values({
+    issuer: identity.issuer,
+    subject: identity.subject,
+    userId,
+    loginType: type,
+    email: identity.email,
+    createdAt: nowIso(),
+  });
+}
+
+/** A username for a new account from the provider's handle: Coder's rules, made unique with a suffix. */
+async function freeUsername(db: Database, wanted: string): Promise<string> {
+  const base = wanted.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "").replace(/-{2,}/g, "-").slice(0, 24) || "user";
+  for (let i = 0; i < 5; i++) {
+    const candidate = i === 0 ? base : `${base}-${randomAlphanumeric(5).toLowerCase()}`;
+    const taken = await db.select({ id: users.id }).from(users).where(and(eq(users.username, candidate), eq(users.deleted, false))).limit(1);
+    if (taken.length === 0) return candidate;
+  }
+  return `user-${randomAlphanumeric(10).toLowerCase()}`;
+}
+
+/**
+ * Who an external sign-in is: the user linked to (issuer, subject); on a first sign-in, an account an
+ * administrator created for this e-mail with this login type (then linked); otherwise a new account when signups
+ * are allowed. A password user is never taken over by e-mail: that needs A7's conversion.
+ */
+export async function resolveExternalUser(c: Context<AppEnv>, type: ExternalLoginType, identity: ExternalIdentity): Promise<UserRow> {
+  const config = c.var.config;
+  const db = database(c.env.DB);
+  let user = await linkedUser(db, identity);
+  if (!user) {
+    const byEmail = await findLiveUserByEmail(db, identity.email);
+    if (byEmail) {
+      if (byEmail.loginType !== type) throw forbidden(`Incorrect login type, attempting to use "${type}" but user is of login type "${byEmail.loginType}"`);
+      await linkInsert(db, identity, byEmail.id, type).onConflictDoNothing();
+      user = byEmail;
+    } else {
+      if (type !== "oidc" || !config.OIDC_ALLOW_SIGNUPS) {
+        throw forbidden("Signups are disabled.", "Ask an administrator to create your account.");
+      }
+      user = await signUp(c, db, identity);
+    }
+  }
+  if (user.loginType !== type) throw forbidden(`Incorrect login type, attempting to use "${type}" but user is of login type "${user.loginType}"`);
+  if (user.status === "suspended") throw new ApiError(401, LoginMessages.suspended);
+  return user;
+}
+
+async function signUp(c: Context<AppEnv>, db: Database, identity: ExternalIdentity): Promise<UserRow> {
+  const now = nowIso();
+  const row: UserRow = {
+    id: crypto.randomUUID(),
+    email: identity.email,
+    username: await freeUsername(db, identity.username),
+    name: identity.name.slice(0, 128),
+    hashedPassword: null,
+    loginType: "oidc",
+    status: "active",
+    roles: [],
+    isSystem: false,
+    deleted: false,
+    createdAt: now,
+    updatedAt: now,
+    lastSeenAt: now,
+  };
+  const organizationId = await defaultOrganizationId(db);
+  try {
+    await db.batch([
+      db.insert(users).values(row),
+      db.insert(organizationMembers).values({ userId: row.id, organizationId, roles: [], createdAt: now, updatedAt: now }),
+      linkInsert(db, identity, row.id, "oidc"),
+      auditInsert(db, c, { userId: row.id, action: "signup", resourceType: "user", resourceId: row.id, diff: { login_type: "oidc", issuer: identity.issuer } }),
+    ]);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict("An account for this identity was created at the same time; sign in again.");
+    throw error;
+  }
+  return row;
+}
+
+/**
+ * Completes A7: the state must be this user's, unexpired and unused (it is used up here, whatever follows), the
+ * provider's verified e-mail must be the user's, and the identity must not belong to anyone else. Then in one
+ * transaction: login type changed, password hash cleared, link stored, every old session and token revoked.
+ */
+export async function completeConversion(
+  c: Context<AppEnv>,
+  type: ExternalLoginType,
+  identity: ExternalIdentity,
+  merge: { state: string; userId: string },
+): Promise<UserRow> {
+  const config = c.var.config;
+  const db = database(c.env.DB);
+  const used = await db
+    .update(loginConversions)
+    .set({ usedAt: nowIso() })
+    .where(
+      and(
+        eq(loginConversions.stateHmac, await conversionStateHmac(config.SECRET_KEY, merge.state)),
+        eq(loginConversions.userId, merge.userId),
+        eq(loginConversions.toType, type),
+        isNull(loginConversions.usedAt),
+        gt(loginConversions.expiresAt, nowIso()),
+      ),
+    )
+    .returning({ userId: loginConversions.userId });
+  if (used.length === 0) throw new ApiError(400, "The login conversion has expired or was already used: start it again.");
+
+  const user = (await db.select().from(users).where(and(eq(users.id, merge.userId), eq(users.deleted, false))))[0];
+  if (!user || user.loginType !== "password") throw new ApiError(400, "User account must have password based authentication.");
+  if (identity.email.toLowerCase() !== user.email.toLowerCase()) {
+    throw forbidden("Forbidden.", "The identity provider's verified e-mail does not match your account's e-mail.");
+  }
+  const other = await linkedUser(db, identity);
+  if (other && other.id !== user.id) throw conflict("This external identity already belongs to another account.");
+
+  await db.batch([
+    db.update(users).set({ loginType: type, hashedPassword: null, updatedAt: nowIso() }).where(eq(users.id, user.id)),
+    linkInsert(db, identity, user.id, type).onConflictDoNothing(),
+    db.delete(apiKeys).where(eq(apiKeys.userId, user.id)),
+    auditInsert(db, c, { userId: user.id, action: "convert_login", resourceType: "user", resourceId: user.id, diff: { login_type: { old: "password", new: type }, issuer: identity.issuer } }),
+  ]);
+  await enqueueNotification(c.env, c.executionCtx, {
+    userId: user.id,
+    templateId: TEMPLATE_IDS.loginMethodChanged,
+    labels: { old_login_type: "password", new_login_type: type },
+    createdBy: user.id,
+  });
+  return { ...user, loginType: type, hashedPassword: null };
+}

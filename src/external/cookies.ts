@@ -1,0 +1,38 @@
+import type { Context } from "hono";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import type { Config } from "../config/config";
+import { ApiError } from "../http/errors";
+import { openValue, signValue } from "../lib/signed";
+
+/** Short-lived, signed, HttpOnly cookies that carry a flow's state between its start and its callback. */
+const COOKIE_PATH = "/api/v2/users";
+
+export async function setSignedCookie(c: Context, config: Config, name: string, value: object, ttlMs: number): Promise<void> {
+  const expiresAt = Date.now() + ttlMs;
+  setCookie(c, name, await signValue(config.SECRET_KEY, name, value, expiresAt), {
+    httpOnly: true,
+    sameSite: "Lax",
+    secure: config.secure,
+    path: COOKIE_PATH,
+    expires: new Date(expiresAt),
+  });
+}
+
+/** Opens a signed cookie or explains, in the error shape, why it cannot be used. */
+export async function readSignedCookie<T>(c: Context, config: Config, name: string, what: string): Promise<T> {
+  const raw = getCookie(c, name);
+  if (!raw) throw new ApiError(400, `The ${what} cookie is missing: start again.`);
+  const opened = await openValue<T>(config.SECRET_KEY, name, raw);
+  if (!opened.ok) {
+    const why = opened.reason === "expired" ? "has expired" : "is not valid";
+    throw new ApiError(400, `The ${what} cookie ${why}: start again.`);
+  }
+  return opened.value;
+}
+
+export function clearSignedCookie(c: Context, config: Config, name: string): void {
+  deleteCookie(c, name, { path: COOKIE_PATH, secure: config.secure, httpOnly: true, sameSite: "Lax" });
+}
+
+export const FLOW_COOKIE = "herald_oauth_flow";
+export const CONVERSION_COOKIE = "herald_login_conversion";

@@ -1,0 +1,151 @@
+import { Hono, type Context } from "hono";
+import * as client from "openid-client";
+import { z } from "zod";
+import { auditInsert } from "../audit/log";
+import { setSessionCookie } from "../auth/cookies";
+import { issueKey } from "../auth/keys";
+import { verifyPassword } from "../auth/passwords/hash";
+import { limitPerAccount, limitPerIp } from "../auth/rate-limit";
+import { requireAuth } from "../auth/session";
+import { database } from "../db/client";
+import { loginConversions } from "../db/schema";
+import { ApiError, badRequest, forbidden } from "../http/errors";
+import type { AppEnv } from "../http/types";
+import { jsonBody } from "../http/validate";
+import { nowIso, randomAlphanumeric } from "../lib/crypto";
+import { resolveUser } from "../users/resolve";
+import { completeConversion, conversionStateHmac, resolveExternalUser } from "./accounts";
+import { clearSignedCookie, CONVERSION_COOKIE, FLOW_COOKIE, readSignedCookie, setSignedCookie } from "./cookies";
+import { githubProvider } from "./github";
+import { oidcProvider } from "./oidc";
+import type { ExternalLoginType, ExternalProvider, FlowChecks } from "./provider";
+
+const FLOW_TTL_MS = 10 * 60 * 1000;
+export const CONVERSION_TTL_MS = 5 * 60 * 1000;
+const PROVIDERS: Record<ExternalLoginType, ExternalProvider> = { oidc: oidcProvider, github: githubProvider };
+
+interface FlowState extends FlowChecks {
+  type: ExternalLoginType;
+  redirect: string;
+  merge?: { state: string; userId: string };
+}
+
+interface ConversionCookie {
+  state: string;
+  userId: string;
+  toType: ExternalLoginType;
+}
+
+/** Only a path on this service: anything that could leave the origin (//host, \\host, a scheme) becomes "/". */
+export function safeRedirect(target: string | undefined, origin: string): string {
+  if (!target || !target.startsWith("/") || target.startsWith("//") || /[\\\u0000-\u001f]/.test(target)) return "/";
+  const url = URL.parse(target, origin);
+  return url && url.origin === origin ? `${url.pathname}${url.search}${url.hash}` : "/";
+}
+
+/** The callback URL as registered with the provider (ACCESS_URL's origin), carrying this request's query. */
+function canonicalCallback(c: Context<AppEnv>, provider: ExternalProvider): URL {
+  const url = new URL(`/api/v2${provider.callbackPath}`, c.var.config.origin);
+  url.search = new URL(c.req.url).search;
+  return url;
+}
+
+async function startFlow(c: Context<AppEnv>, provider: ExternalProvider, query: URLSearchParams): Promise<Response> {
+  const config = c.var.config;
+  const mergeState = query.get("oidc_merge_state");
+  let merge: FlowState["merge"];
+  if (mergeState !== null) {
+    const conversion = await readSignedCookie<ConversionCookie>(c, config, CONVERSION_COOKIE, "login conversion");
+    if (conversion.state !== mergeState) throw badRequest("The conversion state does not match this browser's conversion.");
+    if (conversion.toType !== provider.type) throw badRequest(`This conversion is to "${conversion.toType}", not "${provider.type}".`);
+    merge = { state: conversion.state, userId: conversion.userId };
+  }
+  const checks: FlowChecks = {
+    state: client.randomState(),
+    codeVerifier: client.randomPKCECodeVerifier(),
+    nonce: client.randomNonce(),
+    redirectUri: new URL(`/api/v2${provider.callbackPath}`, config.origin).href,
+  };
+  const authorize = await provider.authorizationUrl(config, checks, await client.calculatePKCECodeChallenge(checks.codeVerifier));
+  const flow: FlowState = { ...checks, type: provider.type, redirect: safeRedirect(query.get("redirect") ?? undefined, config.origin), ...(merge ? { merge } : {}) };
+  await setSignedCookie(c, config, FLOW_COOKIE, flow, FLOW_TTL_MS);
+  return c.redirect(authorize.href, 302);
+}
+
+async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query: URLSearchParams): Promise<Response> {
+  const config = c.var.config;
+  const flow = await readSignedCookie<FlowState>(c, config, FLOW_COOKIE, "sign-in");
+  if (flow.type !== provider.type) throw badRequest("The sign-in was started with another provider: start again.");
+  const error = query.get("error");
+  if (error !== null) {
+    throw badRequest("The identity provider returned an error.", {
+      detail: `${error.slice(0, 100)}${query.get("error_description") ? `: ${(query.get("error_description") ?? "").slice(0, 200)}` : ""}`,
+    });
+  }
+  if (query.get("state") !== flow.state) throw badRequest("The sign-in state does not match: start again.");
+
+  const identity = await provider.complete(config, canonicalCallback(c, provider), flow);
+  if (!identity.email || !identity.emailVerified) throw forbidden("Forbidden.", "Your e-mail address is not verified by the identity provider.");
+  const domain = identity.email.split("@").pop()?.toLowerCase() ?? "";
+  if (provider.type === "oidc" && config.OIDC_EMAIL_DOMAIN.length > 0 && !config.OIDC_EMAIL_DOMAIN.includes(domain)) {
+    throw forbidden("Forbidden.", "Your e-mail domain is not allowed to sign in.");
+  }
+
+  const user = flow.merge
+    ? await completeConversion(c, provider.type, identity, flow.merge)
+    : await resolveExternalUser(c, provider.type, identity);
+  const db = database(c.env.DB);
+  const session = await issueKey(db, { userId: user.id, loginType: provider.type, lifetimeMs: config.SESSION_DURATION });
+  await db.batch([
+    session.insert,
+    auditInsert(db, c, { userId: user.id, action: "login", resourceType: "api_key", resourceId: session.row.id, diff: { login_type: provider.type } }),
+  ]);
+  setSessionCookie(c, config, session.token, new Date(session.row.expiresAt));
+  clearSignedCookie(c, config, FLOW_COOKIE);
+  if (flow.merge) clearSignedCookie(c, config, CONVERSION_COOKIE);
+  return c.redirect(flow.redirect, 302);
+}
+
+/** Both callbacks: without `code` (or `error`) they start the provider flow, with it they finish it. */
+function callback(provider: ExternalProvider) {
+  return async (c: Context<AppEnv>) => {
+    await limitPerIp(c, "external-login");
+    if (!provider.configured(c.var.config)) throw badRequest(`Sign-in with ${provider.type === "oidc" ? "OpenID Connect" : "GitHub"} is not configured.`);
+    const query = new URL(c.req.url).searchParams;
+    return query.has("code") || query.has("error") ? finishFlow(c, provider, query) : startFlow(c, provider, query);
+  };
+}
+
+export const convertLoginBody = z.object({ password: z.string().max(1024), to_type: z.string().max(64) });
+
+/** A7 and the two provider callbacks (SPEC §3). */
+export const externalLoginRoutes = new Hono<AppEnv>()
+  .get(oidcProvider.callbackPath, callback(oidcProvider))
+  .get(githubProvider.callbackPath, callback(githubProvider))
+  .post("/users/:user/convert-login", requireAuth, jsonBody(convertLoginBody), async (c) => {
+    const { password, to_type: toType } = c.req.valid("json");
+    const config = c.var.config;
+    const user = await resolveUser(c, c.req.param("user"));
+    if (user.id !== c.var.auth.user.id) throw forbidden("Forbidden.", "Only the user themself can convert their login type.");
+    if (toType !== "oidc" && toType !== "github") {
+      throw badRequest(["password", "none", "token"].includes(toType) ? `Cannot convert to login type "${toType}".` : `Unknown login type "${toType}".`);
+    }
+    if (!PROVIDERS[toType].configured(config)) {
+      throw badRequest(`Cannot convert to login type "${toType}".`, { detail: "That sign-in method is not configured." });
+    }
+    if (user.loginType !== "password") throw badRequest("User account must have password based authentication.");
+    await limitPerIp(c, "convert-login");
+    await limitPerAccount(c, "convert-login", user.email);
+    if (!(await verifyPassword(user.hashedPassword, password)).valid) throw new ApiError(401, "Incorrect email or password.");
+
+    const state = `convert-${randomAlphanumeric(32)}`;
+    const expiresAt = nowIso(Date.now() + CONVERSION_TTL_MS);
+    const db = database(c.env.DB);
+    await db.batch([
+      db.insert(loginConversions).values({ stateHmac: await conversionStateHmac(config.SECRET_KEY, state), userId: user.id, toType, expiresAt, usedAt: null, createdAt: nowIso() }),
+      auditInsert(db, c, { action: "start_convert_login", resourceType: "user", resourceId: user.id, diff: { to_type: toType } }),
+    ]);
+    const cookie: ConversionCookie = { state, userId: user.id, toType };
+    await setSignedCookie(c, config, CONVERSION_COOKIE, cookie, CONVERSION_TTL_MS);
+    return c.json({ state_string: state, expires_at: expiresAt, to_type: toType, user_id: user.id }, 201);
+  });
