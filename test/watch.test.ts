@@ -1,6 +1,6 @@
 import { evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { call, createUser, expectError } from "./helpers";
+import { call, createUser, expectError, login, owner } from "./helpers";
 import { deliver, inbox, TEMPLATE_A, TEMPLATE_B, watch } from "./inbox-helpers";
 
 const WATCH = "/notifications/inbox/watch";
@@ -131,5 +131,30 @@ describe("N5 GET /notifications/inbox/watch (SPEC §4)", () => {
     const w = await watch("", { "Service-Session-Token": a.token });
     await deliver(b.id);
     expect(await w.quiet()).toBe(true);
+  });
+});
+
+describe("watch sockets end with their session", () => {
+  const closed = (ws: WebSocket) => new Promise<CloseEvent>((resolve) => ws.addEventListener("close", resolve, { once: true }));
+
+  it("logout closes the sockets that session opened with 4401; other sessions' sockets stay", async () => {
+    const user = await createUser();
+    const other = await login(user.email, user.password);
+    const mine = await watch("", { "Service-Session-Token": user.token });
+    const theirs = await watch("", { "Service-Session-Token": other });
+    const ended = closed(mine.ws);
+    expect((await call("POST", "/users/logout", { token: user.token })).status).toBe(200);
+    expect((await ended).code).toBe(4401);
+    const n = await deliver(user.id);
+    expect(((await theirs.next()).notification as { id: string }).id).toBe(n.id);
+  });
+
+  it("suspending the user closes every socket", async () => {
+    const admin = await owner();
+    const user = await createUser();
+    const w = await watch("", { "Service-Session-Token": user.token });
+    const ended = closed(w.ws);
+    await call("PUT", `/users/${user.id}/status/suspend`, { token: admin.token });
+    expect((await ended).code).toBe(4401);
   });
 });

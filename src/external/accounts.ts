@@ -7,6 +7,7 @@ import { apiKeys, loginConversions, organizationMembers, userLinks, users, type 
 import { ApiError, conflict, forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { hmacHex, nowIso, randomAlphanumeric } from "../lib/crypto";
+import { endWatches } from "../inbox/revoke";
 import { enqueueNotification } from "../notifications/enqueue";
 import { TEMPLATE_IDS } from "../notifications/templates";
 import { defaultOrganizationId, findLiveUserByEmail, isUniqueViolation } from "../users/service";
@@ -148,6 +149,7 @@ export async function completeConversion(
     db.delete(apiKeys).where(eq(apiKeys.userId, user.id)),
     auditInsert(db, c, { userId: user.id, action: "convert_login", resourceType: "user", resourceId: user.id, diff: { login_type: { old: "password", new: type }, issuer: identity.issuer } }),
   ]);
+  endWatches(c.env, c.executionCtx, user.id);
   await enqueueNotification(c.env, c.executionCtx, {
     userId: user.id,
     templateId: TEMPLATE_IDS.loginMethodChanged,

@@ -36,7 +36,10 @@ export const inboxRoutes = new Hono<AppEnv>()
       syncReadState: query.sync_read_state,
     };
     const headers = new Headers({ Upgrade: "websocket" });
-    headers.set(WATCH_HEADER, JSON.stringify({ attachment, protocol: offered.length > 0 ? WATCH_PROTOCOL : null }));
+    headers.set(
+      WATCH_HEADER,
+      JSON.stringify({ attachment, keyId: c.var.auth.key.id, protocol: offered.length > 0 ? WATCH_PROTOCOL : null }),
+    );
     return inboxOf(c).fetch(new Request(c.req.url, { headers }));
   })
   .get("/notifications/inbox", requireAuth, queryParams(listInboxQuery), async (c) => {

@@ -15,7 +15,7 @@ import {
 } from "./model";
 import * as schema from "./schema";
 import { inboxCounters, inboxNotifications } from "./schema";
-import { WATCH_HEADER, readStateFrame, sendOrClose, watchFrame, type ReadStateChange, type WatchAttachment } from "./watch";
+import { CLOSE_SESSION_ENDED, WATCH_HEADER, readStateFrame, sendOrClose, watchFrame, type ReadStateChange, type WatchAttachment } from "./watch";
 
 const UNREAD = "unread";
 
@@ -171,14 +171,31 @@ export class UserInbox extends DurableObject<Env> {
     if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket" || !header) {
       return new Response("Expected a WebSocket upgrade from the Herald Worker.", { status: 400 });
     }
-    const { attachment, protocol } = JSON.parse(header) as { attachment: WatchAttachment; protocol: string | null };
+    const { attachment, keyId, protocol } = JSON.parse(header) as { attachment: WatchAttachment; keyId: string; protocol: string | null };
     const pair = new WebSocketPair();
     const [client, server] = Object.values(pair) as [WebSocket, WebSocket];
     // Hibernatable: the filters live in the attachment, so they survive the object being evicted.
-    this.ctx.acceptWebSocket(server);
+    // Tagged with the credential's key id, so ending that session can close exactly its sockets.
+    this.ctx.acceptWebSocket(server, [keyId]);
     server.serializeAttachment(attachment);
     const headers = protocol ? { "Sec-WebSocket-Protocol": protocol } : undefined;
     return new Response(null, { status: 101, webSocket: client, headers });
+  }
+
+  /**
+   * Closes the watch sockets opened with a credential that no longer works (logout, key deleted, password reset,
+   * suspension…), or every socket when no key is given. A socket must not outlive the session that opened it.
+   */
+  endWatches(keyIds?: string[]): number {
+    const sockets = keyIds ? keyIds.flatMap((id) => this.ctx.getWebSockets(id)) : this.ctx.getWebSockets();
+    for (const ws of sockets) {
+      try {
+        ws.close(CLOSE_SESSION_ENDED, "Your session has ended: sign in again.");
+      } catch {
+        // already closing
+      }
+    }
+    return sockets.length;
   }
 
   override webSocketMessage(): void {

@@ -18,6 +18,11 @@ export interface WatchAttachment {
  *   client reconnects and lists the inbox with N3 to catch up.
  */
 export const CLOSE_FELL_BEHIND = 4008;
+/**
+ * - 4401: the credential that opened the socket stopped working (logout, token deleted, password reset or change,
+ *   suspension, deletion, login conversion). Clients must not reconnect with the same token.
+ */
+export const CLOSE_SESSION_ENDED = 4401;
 export const MAX_BUFFERED_BYTES = 1024 * 1024;
 
 /** N5's frame: exactly the interface's GetInboxNotificationResponse, title and content rendered per `format`. */

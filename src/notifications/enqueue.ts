@@ -3,6 +3,7 @@ import { getConfig } from "../config/config";
 import { database } from "../db/client";
 import { notificationMessages, notificationPreferences, notificationTemplates, users, type MessageRow } from "../db/schema";
 import type { Env } from "../env";
+import type { Background } from "../lib/background";
 import { nowIso, uuidv7 } from "../lib/crypto";
 import { kickMessages } from "./dispatch";
 import { seal } from "./sealed";
@@ -18,10 +19,6 @@ export interface EnqueueRequest {
   targets?: string[];
   /** Who caused it: a user id, or a subsystem name such as "system". */
   createdBy: string;
-}
-
-export interface Background {
-  waitUntil(promise: Promise<unknown>): void;
 }
 
 /** Version of the payload shape (Coder's `types.MessagePayload`). */

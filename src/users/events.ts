@@ -3,7 +3,8 @@ import type { Context } from "hono";
 import { database } from "../db/client";
 import { users, type UserRow } from "../db/schema";
 import type { AppEnv } from "../http/types";
-import { enqueueNotification, type Background } from "../notifications/enqueue";
+import type { Background } from "../lib/background";
+import { enqueueNotification } from "../notifications/enqueue";
 import { TEMPLATE_IDS } from "../notifications/templates";
 
 export type AccountEvent = "created" | "deleted" | "suspended" | "activated";

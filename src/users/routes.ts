@@ -10,6 +10,7 @@ import { ApiError, badRequest, conflict, forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
 import { nowIso } from "../lib/crypto";
+import { endWatches } from "../inbox/revoke";
 import { notifyAccountEvent, sendPasswordChangedNotice } from "./events";
 import { resolveUser } from "./resolve";
 import {
@@ -160,6 +161,7 @@ export const userRoutes = new Hono<AppEnv>()
       db.delete(organizationMembers).where(eq(organizationMembers.userId, user.id)),
       auditInsert(db, c, { action: "delete", resourceType: "user", resourceId: user.id, diff: { username: user.username } }),
     ]);
+    endWatches(c.env, c.executionCtx, user.id);
     notifyAccountEvent(c, "deleted", user);
     return c.json({ message: "User has been deleted!" }, 200);
   })
@@ -197,6 +199,7 @@ export const userRoutes = new Hono<AppEnv>()
       db.update(users).set({ status, updatedAt }).where(eq(users.id, user.id)),
       auditInsert(db, c, { action, resourceType: "user", resourceId: user.id, diff: { status: { old: user.status, new: status } } }),
     ]);
+    if (status === "suspended") endWatches(c.env, c.executionCtx, user.id);
     if (user.status !== status) notifyAccountEvent(c, action === "suspend" ? "suspended" : "activated", user);
     return c.json(await userResponse(db, { ...user, status, updatedAt }), 200);
   })
@@ -225,11 +228,13 @@ export const userRoutes = new Hono<AppEnv>()
     const hashedPassword = await hashPassword(body.password);
     // Other sessions end with the old password; the caller's own session (if self) survives.
     const keepKey = self ? c.var.auth.key.id : "";
+    const revoked = (await db.select({ id: apiKeys.id }).from(apiKeys).where(and(eq(apiKeys.userId, user.id), sql`${apiKeys.id} <> ${keepKey}`))).map((k) => k.id);
     await db.batch([
       db.update(users).set({ hashedPassword, updatedAt: nowIso() }).where(eq(users.id, user.id)),
       db.delete(apiKeys).where(and(eq(apiKeys.userId, user.id), sql`${apiKeys.id} <> ${keepKey}`)),
       auditInsert(db, c, { action: "change_password", resourceType: "user", resourceId: user.id }),
     ]);
+    endWatches(c.env, c.executionCtx, user.id, self ? revoked : undefined);
     await sendPasswordChangedNotice(c.env, c.executionCtx, user.id, c.var.auth.user.id);
     return c.body(null, 204);
   });
