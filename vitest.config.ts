@@ -29,6 +29,15 @@ export default defineConfig(async () => {
             PEER_URL: `http://127.0.0.1:${inject("peerPort")}`,
             // Short retry backoff so retry tests finish in seconds.
             NOTIFICATIONS_RETRY_BASE: "1s",
+            // External sign-in against real OAuth peers on 127.0.0.1 (test/peers/oidc.ts, test/peers/github.ts);
+            // test/oauth-peers.ts scripts who signs in. Plain http is fine: both are loopback addresses.
+            OIDC_ISSUER_URL: inject("oidcIssuer"),
+            OIDC_CLIENT_ID: "herald",
+            OIDC_CLIENT_SECRET: "herald-oidc-secret",
+            GITHUB_CLIENT_ID: "herald-gh",
+            GITHUB_CLIENT_SECRET: "herald-gh-secret",
+            GITHUB_WEB_URL: inject("githubWebUrl"),
+            GITHUB_API_URL: inject("githubApiUrl"),
           },
         },
       })),
@@ -38,7 +47,7 @@ export default defineConfig(async () => {
       // Node-side tests (a real browser, real HTTP clients) have their own config: vitest.node.config.ts.
       exclude: [...configDefaults.exclude, "test/node/**"],
       setupFiles: ["./test/setup.ts"],
-      // Starts the SMTP and webhook peers in Node before any workerd test runs.
+      // Starts the SMTP, webhook, OpenID Provider and GitHub peers in Node before any workerd test runs.
       globalSetup: ["./test/peers/global-setup.ts"],
       testTimeout: 30_000,
       hookTimeout: 30_000,

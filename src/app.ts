@@ -64,6 +64,7 @@ app.use(
 );
 
 app.get("/healthz", (c) => c.text("OK"));
+app.get("/api/v2/openapi.json", async (c) => (await import("./openapi/routes")).serveOpenApi(c));
 app.route("/api/v2", api);
 
 app.onError(handleError);

@@ -66,11 +66,14 @@ export async function dispatchMessage(env: Env, id: string): Promise<DispatchOut
     db.select({ name: users.name, username: users.username, email: users.email }).from(users).where(eq(users.id, message.userId)),
   ]);
   const template = templates[0];
-  const payload = await openPayload(config, message);
-  const user = recipients[0] ?? { name: "", username: String(payload.user_username ?? ""), email: String(payload.user_email ?? "") };
 
   try {
     if (!template) throw new DeliveryError("the template no longer exists", false);
+    const payload = await openPayload(config, message).catch(() => {
+      // Only a changed SECRET_KEY makes sealed labels unreadable; retrying cannot help.
+      throw new DeliveryError("sealed labels could not be opened (was SECRET_KEY changed?)", false);
+    });
+    const user = recipients[0] ?? { name: "", username: String(payload.user_username ?? ""), email: String(payload.user_email ?? "") };
     const rendered = renderTemplate(template, {
       user,
       labels: payload.labels,

@@ -45,9 +45,9 @@ export function notifyAccountEvent(c: Context<AppEnv>, event: AccountEvent, acco
         ),
       );
     const background = { waitUntil: (p: Promise<unknown>) => c.executionCtx.waitUntil(p) };
-    for (const admin of admins) {
-      await enqueueNotification(c.env, background, { userId: admin.id, templateId: template, labels, createdBy: actor.id });
-    }
+    await Promise.all(
+      admins.map((admin) => enqueueNotification(c.env, background, { userId: admin.id, templateId: template, labels, createdBy: actor.id })),
+    );
     const own = TO_USER[event];
     if (own) await enqueueNotification(c.env, background, { userId: account.id, templateId: own, labels, createdBy: actor.id });
   })().catch((error: unknown) => {

@@ -1,12 +1,16 @@
-// Real protocol peers for the notification-delivery tests: an SMTP server and a webhook receiver, both on 127.0.0.1.
+// Real protocol peers for the notification-delivery tests: an SMTP server and a webhook receiver, both on 127.0.0.1;
+// and for external sign-in, a real OpenID Provider (oidc.ts) and a GitHub OAuth stand-in (github.ts), each on its own
+// 127.0.0.1 port.
 // This module runs in Node (vitest globalSetup), not in workerd: the Worker under test reaches the peers over real
 // TCP, exactly as it would reach a smarthost or a webhook endpoint in production. Tests read what the peers received,
 // script their answers and take the SMTP server down through a small JSON control API on the webhook port
-// (see test/peers.ts for the workerd-side helpers).
+// (see test/peers.ts and test/oauth-peers.ts for the workerd-side helpers).
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Server as NetServer, Socket } from "node:net";
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "smtp-server";
 import type { TestProject } from "vitest/node";
+import { GithubPeer, type GithubAccount, type GithubEmail, type GithubScriptedError } from "./github";
+import { OidcPeer, type OidcAccount, type OidcScriptedError } from "./oidc";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -14,6 +18,12 @@ declare module "vitest" {
     smtpPort: number;
     /** Port of the webhook receiver and control API on 127.0.0.1. */
     peerPort: number;
+    /** Issuer of the OpenID Provider peer: http://127.0.0.1:<port>. */
+    oidcIssuer: string;
+    /** "github.com" of the GitHub stand-in (authorize, access_token): http://127.0.0.1:<port>. */
+    githubWebUrl: string;
+    /** "api.github.com" of the GitHub stand-in (/user, /user/emails): http://127.0.0.1:<port>/api. */
+    githubApiUrl: string;
   }
 }
 
@@ -53,6 +63,8 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
   const smtp = new SmtpPeer(emails);
   // Port 0 lets the OS pick a free port; every later restart reuses it so the Worker's EMAIL_SMARTHOST stays valid.
   const smtpPort = await smtp.start(0);
+  const oidc = await OidcPeer.start(HOST);
+  const github = await GithubPeer.start(HOST);
 
   const http = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
@@ -84,6 +96,8 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
         emails.length = 0;
         webhooks.length = 0;
         script.length = 0;
+        oidc.reset();
+        github.reset();
         return sendJson(res, 200, { ok: true });
       case "POST /control/webhook-responses": {
         const responses = parseScript(body);
@@ -96,6 +110,18 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
       case "POST /control/smtp/start":
         await smtp.start(smtpPort);
         return sendJson(res, 200, { listening: true, port: smtpPort });
+      case "POST /control/oidc/next-login":
+        oidc.setNextLogin(parseOidcAccount(body));
+        return sendJson(res, 200, { ok: true });
+      case "POST /control/oidc/error":
+        oidc.setNextError(parseScriptedError(body, "oidc/error"));
+        return sendJson(res, 200, { ok: true });
+      case "POST /control/github/next-login":
+        github.setNextLogin(parseGithubAccount(body));
+        return sendJson(res, 200, { ok: true });
+      case "POST /control/github/error":
+        github.setNextError(parseScriptedError(body, "github/error"));
+        return sendJson(res, 200, { ok: true });
       default:
         return sendJson(res, 404, { error: `no route ${route}` });
     }
@@ -105,9 +131,12 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
 
   provide("smtpPort", smtpPort);
   provide("peerPort", peerPort);
+  provide("oidcIssuer", oidc.issuer);
+  provide("githubWebUrl", github.webUrl);
+  provide("githubApiUrl", github.apiUrl);
 
   return async () => {
-    await smtp.stop();
+    await Promise.all([smtp.stop(), oidc.stop(), github.stop()]);
     // workerd keeps HTTP connections alive; drop them so close() does not wait for their idle timeout.
     http.closeAllConnections();
     await new Promise<void>((resolve) => http.close(() => resolve()));
@@ -240,6 +269,68 @@ function parseScript(body: string): ScriptedResponse[] {
     if (text !== undefined && typeof text !== "string") throw new BadRequest(`webhook-responses[${i}]: body must be a string`);
     return text === undefined ? { status } : { status, body: text };
   });
+}
+
+/** Body of POST /control/oidc/next-login: {sub, email, email_verified, name?, preferred_username?}. */
+function parseOidcAccount(body: string): OidcAccount {
+  const value = jsonObject(body, "oidc/next-login");
+  const { sub, email, email_verified, name, preferred_username } = value;
+  if (typeof sub !== "string" || sub === "") throw new BadRequest("oidc/next-login: sub must be a non-empty string");
+  if (typeof email !== "string") throw new BadRequest("oidc/next-login: email must be a string");
+  if (typeof email_verified !== "boolean") throw new BadRequest("oidc/next-login: email_verified must be a boolean");
+  const account: OidcAccount = { sub, email, email_verified };
+  if (name !== undefined) account.name = requireString(name, "oidc/next-login: name");
+  if (preferred_username !== undefined) {
+    account.preferred_username = requireString(preferred_username, "oidc/next-login: preferred_username");
+  }
+  return account;
+}
+
+/** Body of POST /control/github/next-login: {id, login, name?, emails: [{email, primary, verified, visibility?}]}. */
+function parseGithubAccount(body: string): GithubAccount {
+  const value = jsonObject(body, "github/next-login");
+  const { id, login, name, emails } = value;
+  if (typeof id !== "number" || !Number.isSafeInteger(id)) throw new BadRequest("github/next-login: id must be an integer");
+  if (typeof login !== "string" || login === "") throw new BadRequest("github/next-login: login must be a non-empty string");
+  if (name !== undefined && name !== null && typeof name !== "string") {
+    throw new BadRequest("github/next-login: name must be a string or null");
+  }
+  if (!Array.isArray(emails)) throw new BadRequest("github/next-login: emails must be an array");
+  const parsed = emails.map((entry: unknown, i): GithubEmail => {
+    if (typeof entry !== "object" || entry === null) throw new BadRequest(`github/next-login: emails[${i}] is not an object`);
+    const { email, primary, verified, visibility } = entry as Record<string, unknown>;
+    if (typeof email !== "string" || typeof primary !== "boolean" || typeof verified !== "boolean") {
+      throw new BadRequest(`github/next-login: emails[${i}] needs email (string), primary and verified (booleans)`);
+    }
+    if (visibility !== undefined && visibility !== null && visibility !== "public" && visibility !== "private") {
+      throw new BadRequest(`github/next-login: emails[${i}].visibility must be "public", "private" or null`);
+    }
+    return visibility === undefined ? { email, primary, verified } : { email, primary, verified, visibility };
+  });
+  return name === undefined ? { id, login, emails: parsed } : { id, login, name, emails: parsed };
+}
+
+/** Body of POST /control/{oidc,github}/error: {error, error_description?}. */
+function parseScriptedError(body: string, what: string): OidcScriptedError & GithubScriptedError {
+  const { error, error_description } = jsonObject(body, what);
+  if (typeof error !== "string" || !/^[\x20-\x7e]+$/.test(error)) {
+    throw new BadRequest(`${what}: error must be a non-empty ASCII string, e.g. "access_denied"`);
+  }
+  if (error_description === undefined) return { error };
+  return { error, error_description: requireString(error_description, `${what}: error_description`) };
+}
+
+function jsonObject(body: string, what: string): Record<string, unknown> {
+  const parsed: unknown = JSON.parse(body);
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new BadRequest(`${what}: expected a JSON object`);
+  }
+  return parsed as Record<string, unknown>;
+}
+
+function requireString(value: unknown, what: string): string {
+  if (typeof value !== "string") throw new BadRequest(`${what} must be a string`);
+  return value;
 }
 
 function sendJson(res: ServerResponse, status: number, value: unknown): void {

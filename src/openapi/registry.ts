@@ -1,0 +1,34 @@
+import { z } from "zod";
+
+/** What the document knows about a zod schema: `id` makes it a named component, `description` documents it. */
+export interface SchemaMeta {
+  id?: string;
+  description?: string;
+}
+
+/**
+ * The document's own registry. It is a side table (a WeakMap), so registering a route's request schema here changes
+ * nothing about how that schema validates; zod's global registry is left alone.
+ */
+export const components = z.registry<SchemaMeta>();
+
+/** Every named component, by id, in registration order. */
+export const namedSchemas = new Map<string, z.ZodType>();
+
+/** Makes `schema` the component `#/components/schemas/<id>` and returns the very same object. */
+export function named<T extends z.ZodType>(id: string, schema: T, description?: string): T {
+  const existing = components.get(schema);
+  if (existing?.id === id) return schema;
+  if (existing) throw new Error(`Schema already registered as "${existing.id ?? "(unnamed)"}", not "${id}".`);
+  if (namedSchemas.has(id)) throw new Error(`Two schemas are named "${id}".`);
+  components.add(schema, description === undefined ? { id } : { id, description });
+  namedSchemas.set(id, schema);
+  return schema;
+}
+
+/** A described copy of `schema` (a copy, so a shared schema such as `z.uuid()` keeps its other uses undescribed). */
+export function described<T extends z.ZodType>(description: string, schema: T): T {
+  const copy = schema.clone();
+  components.add(copy, { description });
+  return copy;
+}

@@ -1,0 +1,224 @@
+import { z } from "zod";
+import type { PolicyResult } from "../auth/passwords/policy";
+import type { InboxNotification as InboxNotificationType } from "../inbox/model";
+import type { toTemplateResponse } from "../notifications/routes";
+import type { UserResponse } from "../users/service";
+import { described, named } from "./registry";
+
+/**
+ * Response bodies. Responses are not validated at runtime, so these zod schemas are written for the document; each
+ * one mirrors the code that builds the body, and where the code exports that body's type the compile-time checks at
+ * the end of this file keep the two in step (same keys, and the code's values fit the documented ones).
+ */
+
+const timestamp = described("RFC 3339 UTC timestamp with milliseconds.", z.iso.datetime());
+const uuid = z.uuid();
+const count = z.number().int().min(0);
+
+export const ValidationError = named(
+  "ValidationError",
+  z.object({ field: described("JSON path of the bad field, e.g. `content.title`.", z.string()), detail: z.string() }),
+);
+
+/** SPEC §1: every error body, and a few success replies. */
+export const ResponseBody = named(
+  "Response",
+  z.object({
+    message: z.string(),
+    detail: z.string().optional(),
+    validations: z.array(ValidationError).optional(),
+  }),
+  "Generic message body (interface §2 \"Response\"): every non-2xx body with content has this shape; `detail` and `validations` are omitted when empty.",
+);
+
+export const ExternalAPIKeyScopes = named(
+  "ExternalAPIKeyScopes",
+  z.object({ external: z.array(z.string()) }),
+  "The sorted catalog of scopes an API key may carry; always contains `all`.",
+);
+
+export const AuthorizationResponse = named(
+  "AuthorizationResponse",
+  z.record(z.string(), z.boolean()),
+  "Each key of the request's `checks`, mapped to whether that check is allowed.",
+);
+
+export const LoginWithPasswordResponse = named("LoginWithPasswordResponse", z.object({ session_token: z.string() }));
+
+export const ValidateUserPasswordResponse = named(
+  "ValidateUserPasswordResponse",
+  z.object({ valid: z.boolean(), details: described("\"\" when valid, else a readable reason.", z.string()) }),
+);
+
+export const OAuthConversionResponse = named(
+  "OAuthConversionResponse",
+  z.object({
+    expires_at: timestamp,
+    state_string: z.string(),
+    to_type: z.enum(["oidc", "github"]),
+    user_id: uuid,
+  }),
+);
+
+export const NotificationMethodsResponse = named(
+  "NotificationMethodsResponse",
+  z.object({ available: z.array(z.string()), default: z.enum(["smtp", "webhook"]) }),
+);
+
+export const InboxNotification = named(
+  "InboxNotification",
+  z.object({
+    id: uuid,
+    user_id: uuid,
+    template_id: uuid,
+    targets: z.array(uuid),
+    title: z.string(),
+    content: z.string(),
+    icon: z.string(),
+    actions: z.array(z.object({ label: z.string(), url: z.string() })),
+    read_at: timestamp.nullable(),
+    created_at: timestamp,
+  }),
+);
+
+export const ListInboxNotificationsResponse = named(
+  "ListInboxNotificationsResponse",
+  z.object({
+    notifications: z.array(InboxNotification),
+    unread_count: described("The caller's total unread count, ignoring filters.", count),
+  }),
+);
+
+export const GetInboxNotificationResponse = named(
+  "GetInboxNotificationResponse",
+  z.object({ notification: InboxNotification, unread_count: count }),
+  "One frame of the inbox watch: a newly delivered notification and the current unread count.",
+);
+
+export const InboxReadStateFrame = named(
+  "InboxReadStateFrame",
+  z.object({
+    read_state: z.union([
+      z.object({ id: uuid, read_at: timestamp.nullable() }),
+      z.object({ all: z.literal(true), read_at: timestamp }),
+    ]),
+    unread_count: count,
+  }),
+  "Watch frame sent only with `sync_read_state=true`: a read-state change made by mark-all-as-read or read-status.",
+);
+
+export const UpdateInboxNotificationReadStatusResponse = named(
+  "UpdateInboxNotificationReadStatusResponse",
+  z.object({ message: z.string(), notification: InboxNotification, unread_count: count }),
+  "Satisfies both the interface's Response shape and the richer client shape.",
+);
+
+export const NotificationTemplate = named(
+  "NotificationTemplate",
+  z.object({
+    id: uuid,
+    name: z.string(),
+    title_template: z.string(),
+    body_template: z.string(),
+    actions: described("A JSON array of `{label, url}` templates, as a string.", z.string()),
+    group: z.string(),
+    method: described("\"\" when the template uses the deployment default.", z.enum(["", "smtp", "webhook"])),
+    kind: z.enum(["system", "custom"]),
+    enabled_by_default: z.boolean(),
+  }),
+);
+
+export const NotificationPreference = named(
+  "NotificationPreference",
+  z.object({ id: described("A template id.", uuid), disabled: z.boolean(), updated_at: timestamp }),
+);
+
+export const NotificationMessage = named(
+  "NotificationMessage",
+  z.object({
+    id: uuid,
+    notification_id: uuid,
+    template_id: uuid,
+    user_id: uuid,
+    method: z.enum(["smtp", "webhook", "inbox"]),
+    status: z.enum(["pending", "leased", "sent", "temporary_failure", "permanent_failure", "inhibited"]),
+    status_reason: z.string(),
+    attempts: count,
+    created_by: z.string(),
+    created_at: timestamp,
+    updated_at: timestamp,
+    sent_at: timestamp.nullable(),
+    next_retry_after: timestamp.nullable(),
+    targets: z.array(uuid),
+  }),
+);
+
+export const ListNotificationMessagesResponse = named(
+  "ListNotificationMessagesResponse",
+  z.object({ messages: z.array(NotificationMessage), count }),
+);
+
+export const Role = named("Role", z.object({ name: z.string(), display_name: z.string() }));
+
+export const User = named(
+  "User",
+  z.object({
+    id: uuid,
+    username: z.string(),
+    name: z.string(),
+    email: z.string(),
+    avatar_url: z.string(),
+    created_at: timestamp,
+    updated_at: timestamp,
+    last_seen_at: timestamp.nullable(),
+    status: z.enum(["active", "suspended"]),
+    login_type: z.enum(["password", "oidc", "github", "none"]),
+    service_account: z.boolean(),
+    organization_ids: z.array(uuid),
+    roles: z.array(Role),
+  }),
+);
+
+export const GetUsersResponse = named("GetUsersResponse", z.object({ users: z.array(User), count }));
+
+export const CreateFirstUserResponse = named("CreateFirstUserResponse", z.object({ user_id: uuid, organization_id: uuid }));
+
+export const APIKey = named(
+  "APIKey",
+  z.object({
+    id: described("The public 10-character half of the token.", z.string()),
+    user_id: uuid,
+    token_name: z.string(),
+    login_type: z.enum(["password", "oidc", "github", "token"]),
+    scopes: z.array(z.string()),
+    lifetime_seconds: z.number().int(),
+    expires_at: timestamp,
+    created_at: timestamp,
+    updated_at: timestamp,
+    last_used: timestamp,
+  }),
+);
+
+export const GenerateAPIKeyResponse = named(
+  "GenerateAPIKeyResponse",
+  z.object({ key: described("The whole token, `<id>-<secret>`; shown only once.", z.string()) }),
+);
+
+/** `GET /api/v2/openapi.json` itself: only the top-level fields are described. */
+export const OpenApiDocumentSchema = z.looseObject({
+  openapi: z.string(),
+  info: z.looseObject({ title: z.string(), version: z.string() }),
+  paths: z.record(z.string(), z.unknown()),
+});
+
+// Compile-time faithfulness: where the code exports a response type, the documented schema has the same keys and
+// every value the code can produce fits the documented type.
+type SameKeys<A, B> = [Exclude<keyof A, keyof B>, Exclude<keyof B, keyof A>] extends [never, never] ? true : false;
+type Fits<Code, Doc> = [Code] extends [Doc] ? (SameKeys<Code, Doc> extends true ? true : false) : false;
+export type ResponseChecks = [
+  Fits<UserResponse, z.output<typeof User>>,
+  Fits<InboxNotificationType, z.output<typeof InboxNotification>>,
+  Fits<ReturnType<typeof toTemplateResponse>, z.output<typeof NotificationTemplate>>,
+  Fits<PolicyResult, z.output<typeof ValidateUserPasswordResponse>>,
+];
+export const responseChecks: ResponseChecks = [true, true, true, true];
