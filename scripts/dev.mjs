@@ -45,8 +45,15 @@ function wrangler(args, extraEnv = {}) {
 
 ensureSecretKey();
 
+// The same machinery serves the end-to-end suite: PORT picks the port, and any extra arguments (--persist-to DIR,
+// --var KEY:VALUE …) go to `wrangler dev`; --persist-to also decides where the migrations are applied.
+const port = process.env.PORT ?? "8787";
+const extra = process.argv.slice(2);
+const persistAt = extra.indexOf("--persist-to");
+const persist = persistAt >= 0 && extra[persistAt + 1] ? ["--persist-to", extra[persistAt + 1]] : [];
+
 // CI=true makes wrangler take the default "yes" instead of asking before applying migrations.
-const migrated = await wrangler(["d1", "migrations", "apply", "DB", "--local"], { CI: "true" });
+const migrated = await wrangler(["d1", "migrations", "apply", "DB", "--local", ...persist], { CI: "true" });
 if (migrated !== 0) process.exit(migrated);
 
-process.exit(await wrangler(["dev", "--port", "8787", "--ip", "localhost"]));
+process.exit(await wrangler(["dev", "--port", port, "--ip", "localhost", ...extra]));

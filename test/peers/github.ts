@@ -36,7 +36,7 @@ export const GITHUB_CLIENT_SECRET = "herald-gh-secret";
  * whose path is this path or below it, so Herald's /api/v2/users/oauth2/github/callback (and any other callback path
  * it may pick under ACCESS_URL) passes.
  */
-export const GITHUB_CALLBACK_URL = "http://localhost:8787/";
+export const GITHUB_CALLBACK_URL = `${process.env.HERALD_ACCESS_URL ?? "http://localhost:8787"}/`;
 
 export const DEFAULT_GITHUB_ACCOUNT: GithubAccount = {
   id: 1_000_001,

@@ -30,7 +30,8 @@ export interface OidcScriptedError {
 export const OIDC_CLIENT_ID = "herald";
 export const OIDC_CLIENT_SECRET = "herald-oidc-secret";
 /** ACCESS_URL in the tests is http://localhost:8787; Herald's OIDC callback lives under /api/v2. */
-export const OIDC_REDIRECT_URI = "http://localhost:8787/api/v2/users/oidc/callback";
+// The end-to-end suite runs Herald on a free port and says where through HERALD_ACCESS_URL.
+export const OIDC_REDIRECT_URI = `${process.env.HERALD_ACCESS_URL ?? "http://localhost:8787"}/api/v2/users/oidc/callback`;
 
 /** Signs in when no test scripted an account, so a flow never stalls on a missing script. */
 export const DEFAULT_OIDC_ACCOUNT: OidcAccount = {
