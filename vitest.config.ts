@@ -45,7 +45,7 @@ export default defineConfig(async () => {
     test: {
       include: ["test/**/*.test.ts"],
       // Node-side tests (a real browser, real HTTP clients) have their own config: vitest.node.config.ts.
-      exclude: [...configDefaults.exclude, "test/node/**"],
+      exclude: [...configDefaults.exclude, "test/node/**", "test/e2e/**"],
       setupFiles: ["./test/setup.ts"],
       // Starts the SMTP, webhook, OpenID Provider and GitHub peers in Node before any workerd test runs.
       globalSetup: ["./test/peers/global-setup.ts"],
