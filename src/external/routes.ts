@@ -120,8 +120,9 @@ export const convertLoginBody = z.object({ password: z.string().max(1024), to_ty
 
 /** A7 and the two provider callbacks (SPEC §3). */
 export const externalLoginRoutes = new Hono<AppEnv>()
-  .get(oidcProvider.callbackPath, callback(oidcProvider))
-  .get(githubProvider.callbackPath, callback(githubProvider))
+  // Literal paths (equal to each provider's callbackPath) keep the route types precise for the typed client.
+  .get("/users/oidc/callback", callback(oidcProvider))
+  .get("/users/oauth2/github/callback", callback(githubProvider))
   .post("/users/:user/convert-login", requireAuth, jsonBody(convertLoginBody), async (c) => {
     const { password, to_type: toType } = c.req.valid("json");
     const config = c.var.config;

@@ -134,3 +134,101 @@ describe("the whole story, as clients live it", () => {
     expect((await anonymous.users.login.$post({ json: { email: member.email, password: "a-brand-new-passphrase-64" } })).status).toBe(201);
   }, 180_000);
 });
+
+/** Cookies per host, enough to walk a redirect chain like a browser. */
+class Jar {
+  private readonly cookies = new Map<string, Map<string, string>>();
+  absorb(url: string, res: Response) {
+    const host = new URL(url).host;
+    const jar = this.cookies.get(host) ?? new Map<string, string>();
+    for (const line of res.headers.getSetCookie()) {
+      const [pair = ""] = line.split(";");
+      const eq = pair.indexOf("=");
+      const name = pair.slice(0, eq).trim();
+      const value = pair.slice(eq + 1).trim();
+      if (/max-age=0|expires=thu, 01 jan 1970/i.test(line) || value === "") jar.delete(name);
+      else jar.set(name, value);
+    }
+    this.cookies.set(host, jar);
+  }
+  header(url: string): string {
+    return [...(this.cookies.get(new URL(url).host) ?? new Map<string, string>())].map(([k, v]) => `${k}=${v}`).join("; ");
+  }
+  get(url: string, name: string): string | undefined {
+    return this.cookies.get(new URL(url).host)?.get(name);
+  }
+}
+
+describe("every endpoint over real HTTP", () => {
+  it("answers each endpoint of the interface as documented", async () => {
+    const anonymous = createHeraldClient({ baseUrl: herald.url });
+    const login = async (email: string, password: string) => (await (await anonymous.users.login.$post({ json: { email, password } })).json()).session_token;
+    const ownerToken = await login("owner@e2e.test", "copper-meadow-lantern-81");
+    const owner = createHeraldClient({ baseUrl: herald.url, token: ownerToken });
+
+    expect((await fetch(`${herald.url}/healthz`)).status).toBe(200);
+    const spec = (await (await fetch(`${herald.url}/api/v2/openapi.json`)).json()) as { openapi: string };
+    expect(spec.openapi).toMatch(/^3\.1\./);
+
+    // A1, A2, A6
+    expect((await (await anonymous.auth.scopes.$get()).json()).external).toContain("all");
+    const check = await owner.authcheck.$post({ json: { checks: { all: { action: "delete", object: { resource_type: "*" } } } } });
+    expect(await check.json()).toEqual({ all: true });
+    expect(await (await owner.users["validate-password"].$post({ json: { password: "short" } })).json()).toMatchObject({ valid: false });
+
+    // Accounts: create, list, roles, suspend/activate, tokens, delete.
+    const created = await owner.users.$post({ json: { email: "temp@e2e.test", username: "temp", password: "silver-orchard-kettle-55" } });
+    const temp = (await created.json()) as { id: string };
+    expect((await owner.users.$get({ query: { q: "temp" } })).status).toBe(200);
+    expect((await owner.users[":user"].roles.$put({ param: { user: temp.id }, json: { roles: ["auditor"] } })).status).toBe(200);
+    expect((await owner.users[":user"].status[":status{suspend|activate}"].$put({ param: { user: temp.id, status: "suspend" } })).status).toBe(200);
+    expect((await owner.users[":user"].status[":status{suspend|activate}"].$put({ param: { user: temp.id, status: "activate" } })).status).toBe(200);
+    const token = await owner.users[":user"].keys.tokens.$post({ param: { user: "me" }, json: { token_name: "e2e", scopes: ["user:read"] } });
+    const { key } = (await token.json()) as { key: string };
+    expect((await owner.users[":user"].keys.tokens.$get({ param: { user: "me" } })).status).toBe(200);
+    expect((await owner.users[":user"].keys[":id"].$delete({ param: { user: "me", id: key.slice(0, 10) } })).status).toBe(204);
+
+    // Notifications: N2, N3, N4, N7, N8, N9, N10, N11, N12, N13.
+    expect(await (await owner.notifications["dispatch-methods"].$get()).json()).toEqual([{ available: ["smtp", "webhook"], default: "smtp" }]);
+    expect((await owner.notifications.test.$post()).status).toBe(200);
+    const inbox = await waitFor(async () => {
+      const body = await (await owner.notifications.inbox.$get({ query: {} })).json();
+      return body.notifications.length > 0 ? body : undefined;
+    });
+    expect(inbox.notifications[0]?.template_id).toBe("c425f63e-716a-4bf4-ae24-78348f706c3f");
+    expect((await owner.notifications.inbox["mark-all-as-read"].$put()).status).toBe(204);
+    expect((await (await owner.notifications.inbox.$get({ query: { read_status: "unread" } })).json()).unread_count).toBe(0);
+    expect(await (await owner.notifications.settings.$get()).json()).toEqual({ notifier_paused: false });
+    expect((await owner.notifications.settings.$put({ json: { notifier_paused: false } })).status).toBe(304);
+    expect((await (await owner.notifications.templates.system.$get()).json()).length).toBe(10);
+    expect((await (await owner.notifications.templates.custom.$get()).json()).length).toBe(1);
+    expect((await owner.users[":user"].notifications.preferences.$get({ param: { user: "me" } })).status).toBe(200);
+    expect((await owner.users[":user"].notifications.preferences.$put({ param: { user: "me" }, json: { template_disabled_map: {} } })).status).toBe(200);
+
+    // A7 and external sign-in through the real OpenID provider.
+    const convert = await owner.users[":user"]["convert-login"].$post({ param: { user: temp.id }, json: { password: "x", to_type: "oidc" } });
+    expect(convert.status).toBe(403);
+    await control("/control/oidc/next-login", { sub: "e2e-oidc-1", email: "oidc@e2e.test", email_verified: true, name: "Ida" });
+    expect((await owner.users.$post({ json: { email: "oidc@e2e.test", username: "ida", login_type: "oidc" } })).status).toBe(201);
+    const jar = new Jar();
+    let url = `${herald.url}/api/v2/users/oidc/callback?redirect=/dashboard`;
+    let res: Response | undefined;
+    for (let hop = 0; hop < 12; hop++) {
+      res = await fetch(url, { redirect: "manual", headers: { cookie: jar.header(url) } });
+      jar.absorb(url, res);
+      const location = res.headers.get("location");
+      if (!location || (url.startsWith(herald.url) && hop > 0)) break;
+      url = new URL(location, url).href;
+    }
+    expect(res?.status).toBe(302);
+    expect(res?.headers.get("location")).toBe("/dashboard");
+    const session = jar.get(herald.url, "service_session_token");
+    expect(session).toBeDefined();
+    const ida = createHeraldClient({ baseUrl: herald.url, token: session });
+    expect(await (await ida.users[":user"].$get({ param: { user: "me" } })).json()).toMatchObject({ username: "ida", login_type: "oidc" });
+
+    // Logout and delete.
+    expect((await ida.users.logout.$post()).status).toBe(200);
+    expect((await owner.users[":user"].$delete({ param: { user: temp.id } })).status).toBe(200);
+  }, 180_000);
+});
