@@ -15,6 +15,9 @@ export default defineConfig(async () => {
             TEST_MIGRATIONS: migrations,
             // A fixed test secret; production secrets come from `wrangler secret put`.
             SECRET_KEY: "test-secret-key-0123456789abcdefghijklmnopqrstuvwxyz",
+            // Tests edit D1 directly (expiry, status) and expect the next request to see it; the isolate cache of
+            // authentication has its own test, which turns it on through an env override.
+            AUTH_CACHE_TTL: "0s",
             // Notifications go to real protocol peers on 127.0.0.1: a plain-text SMTP server and a webhook receiver.
             EMAIL_SMARTHOST: `127.0.0.1:${inject("smtpPort")}`,
             EMAIL_FROM: "herald@herald.test",

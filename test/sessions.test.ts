@@ -142,3 +142,29 @@ describe("API tokens", () => {
     expect((await call("GET", "/users/me", { token: b.token })).status).toBe(200);
   });
 });
+
+describe("the isolate's authentication cache", () => {
+  it("serves repeat requests without D1, forgets a key at once when it is revoked here", async () => {
+    const { createExecutionContext, waitOnExecutionContext } = await import("cloudflare:test");
+    const { app } = await import("../src/app");
+    const cached = { ...env, AUTH_CACHE_TTL: "30s" };
+    const send = async (path: string, token: string, method = "GET") => {
+      const ctx = createExecutionContext();
+      const res = await app.fetch(new Request(`http://localhost/api/v2${path}`, { method, headers: { "Service-Session-Token": token } }), cached, ctx);
+      await waitOnExecutionContext(ctx);
+      return res;
+    };
+    const user = await createUser();
+    expect((await send("/users/me", user.token)).status).toBe(200);
+    // Expire the key behind the cache's back: the cached entry is still used within the TTL…
+    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), user.token.slice(0, 10)).run();
+    const me = await send("/users/me", user.token);
+    expect(me.status).toBe(200);
+    // …but the cached secret hash is still checked on every request.
+    expect((await send("/users/me", `${user.token.slice(0, 11)}BBBBBBBBBBBBBBBBBBBBBB`)).status).toBe(401);
+    // A revocation in this isolate takes effect at once.
+    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() + 3600_000).toISOString(), user.token.slice(0, 10)).run();
+    expect((await send("/users/logout", user.token, "POST")).status).toBe(200);
+    expect((await send("/users/me", user.token)).status).toBe(401);
+  });
+});

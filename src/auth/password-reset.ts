@@ -10,7 +10,7 @@ import { jsonBody } from "../http/validate";
 import { nowIso } from "../lib/crypto";
 import { enqueueNotification } from "../notifications/enqueue";
 import { TEMPLATE_IDS } from "../notifications/templates";
-import { endWatches } from "../inbox/revoke";
+import { credentialsRevoked } from "./revocation";
 import { sendPasswordChangedNotice } from "../users/events";
 import { assertPasswordPolicy, findLiveUserByEmail } from "../users/service";
 import { codeHmac, consumePasscode, issuePasscode, passcodeMatches } from "./otp";
@@ -81,7 +81,7 @@ export const passwordResetRoutes = new Hono<AppEnv>()
     ]);
     if (consumed.length === 0) throw badRequest(INCORRECT);
     await db.batch([auditInsert(db, c, { userId: user.id, action: "reset_password", resourceType: "user", resourceId: user.id })]);
-    endWatches(c.env, c.executionCtx, user.id);
+    credentialsRevoked(c.env, c.executionCtx, user.id);
     await sendPasswordChangedNotice(c.env, c.executionCtx, user.id, "system");
     return c.body(null, 204);
   });

@@ -12,7 +12,7 @@ import { issueKey } from "./keys";
 import { LoginMessages, verifyLogin } from "./login";
 import { checkPasswordPolicy } from "./passwords/policy";
 import { limitPerAccount, limitPerIp } from "./rate-limit";
-import { endWatches } from "../inbox/revoke";
+import { credentialsRevoked } from "./revocation";
 import { requireAuth } from "./session";
 
 export const loginBody = z.object({ email: z.email().max(320), password: z.string().max(1024) });
@@ -46,7 +46,7 @@ export const authRoutes = new Hono<AppEnv>()
       auditInsert(db, c, { userId: user.id, action: "logout", resourceType: "api_key", resourceId: key.id }),
     ]);
     clearSessionCookie(c, c.var.config);
-    endWatches(c.env, c.executionCtx, user.id, [key.id]);
+    credentialsRevoked(c.env, c.executionCtx, user.id, [key.id]);
     return c.json({ message: "Logged out!" }, 200);
   })
   .post("/users/validate-password", requireAuth, jsonBody(validatePasswordBody), (c) => {

@@ -9,6 +9,7 @@ import { forbidden, unauthorized } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { nowIso, timingSafeEqualText } from "../lib/crypto";
 import { readSessionCookie } from "./cookies";
+import { cachedKey, rememberKey, type CachedKey } from "./key-cache";
 import { hashTokenSecret, parseToken } from "./tokens";
 
 export const SESSION_HEADER = "Service-Session-Token";
@@ -106,13 +107,18 @@ export async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
   if (!parsed) throw unauthorized("The session token is malformed.");
 
   const db = database(c.env.DB);
-  const found = await loadKey(db, parsed.id);
+  const now = Date.now();
+  const ttl = config.AUTH_CACHE_TTL;
+  let found: Omit<CachedKey, "loadedAt"> | undefined = cachedKey(parsed.id, ttl, now);
+  if (!found) {
+    found = await loadKey(db, parsed.id);
+    if (found) rememberKey(parsed.id, { ...found, loadedAt: now }, ttl);
+  }
   if (!found || found.user.deleted) throw unauthorized("The session token is unknown or has been revoked.");
   const { key, user: userRow, orgRoles } = found;
   if (!timingSafeEqualText(await hashTokenSecret(parsed.secret), key.hashedSecret)) {
     throw unauthorized("The session token secret is invalid.");
   }
-  const now = Date.now();
   if (Date.parse(key.expiresAt) <= now) throw unauthorized(`The session token expired at ${key.expiresAt}.`);
   if (userRow.status === "suspended") throw unauthorized("The user account is suspended.");
 

@@ -31,6 +31,18 @@ const configSchema = z
   ACCESS_URL: z.url({ protocol: /^https?$/ }).default("http://localhost:8787"),
   SECRET_KEY: z.string().min(32, "must be at least 32 characters of random data"),
   SESSION_DURATION: duration("24h"),
+  /** How long an isolate may reuse what it loaded for a token (0s disables): bounds revocation delay elsewhere. */
+  AUTH_CACHE_TTL: z
+    .string()
+    .default("5s")
+    .transform((text, ctx) => {
+      const ms = parseDuration(text);
+      if (ms === undefined || ms < 0 || ms > 60_000) {
+        ctx.addIssue({ code: "custom", message: `"${text}" must be a duration from 0s to 60s` });
+        return z.NEVER;
+      }
+      return ms;
+    }),
   TOKEN_MAX_LIFETIME: duration("720h"),
   PASSWORD_AUTH_DISABLED: bool(false),
   OTP_TTL: duration("10m"),

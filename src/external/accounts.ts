@@ -1,4 +1,4 @@
-import { and, eq, gt, isNull } from "drizzle-orm";
+import { and, eq, gt, inArray, isNull } from "drizzle-orm";
 import type { Context } from "hono";
 import { auditInsert } from "../audit/log";
 import { LoginMessages } from "../auth/login";
@@ -7,7 +7,7 @@ import { apiKeys, loginConversions, organizationMembers, userLinks, users, type 
 import { ApiError, conflict, forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { hmacHex, nowIso, randomAlphanumeric } from "../lib/crypto";
-import { endWatches } from "../inbox/revoke";
+import { credentialsRevoked } from "../auth/revocation";
 import { enqueueNotification } from "../notifications/enqueue";
 import { TEMPLATE_IDS } from "../notifications/templates";
 import { defaultOrganizationId, findLiveUserByEmail, isUniqueViolation } from "../users/service";
@@ -24,6 +24,24 @@ async function linkedUser(db: Database, identity: ExternalIdentity): Promise<Use
     .innerJoin(users, eq(users.id, userLinks.userId))
     .where(and(eq(userLinks.issuer, identity.issuer), eq(userLinks.subject, identity.subject), eq(users.deleted, false)));
   return rows[0]?.user;
+}
+
+/**
+ * Fix (issue 5 tests): a link left behind by a deleted user. linkedUser() ignores it, but it still holds the
+ * (issuer, subject) key, so signUp()'s insert failed with a 409 forever and the e-mail/conversion paths' "do nothing
+ * on conflict" kept the identity pointing at the dead account. Only links of deleted users are removed, so a
+ * concurrent first sign-in's fresh link is never touched.
+ */
+function staleLinkDelete(db: Database, identity: ExternalIdentity) {
+  return db
+    .delete(userLinks)
+    .where(
+      and(
+        eq(userLinks.issuer, identity.issuer),
+        eq(userLinks.subject, identity.subject),
+        inArray(userLinks.userId, db.select({ id: users.id }).from(users).where(eq(users.deleted, true))),
+      ),
+    );
 }
 
 function linkInsert(db: Database, identity: ExternalIdentity, userId: string, type: ExternalLoginType) {
@@ -58,9 +76,18 @@ export async function resolveExternalUser(c: Context<AppEnv>, type: ExternalLogi
   const db = database(c.env.DB);
   let user = await linkedUser(db, identity);
   if (!user) {
+    await staleLinkDelete(db, identity);
     const byEmail = await findLiveUserByEmail(db, identity.email);
     if (byEmail) {
       if (byEmail.loginType !== type) throw forbidden(`Incorrect login type, attempting to use "${type}" but user is of login type "${byEmail.loginType}"`);
+      // Fix (issue 5 tests): the e-mail only finds an account on its first sign-in at this issuer. An account already
+      // linked to another subject there (e.g. the address was reassigned at the IdP) is not taken over by e-mail.
+      const linked = await db
+        .select({ subject: userLinks.subject })
+        .from(userLinks)
+        .where(and(eq(userLinks.userId, byEmail.id), eq(userLinks.issuer, identity.issuer)))
+        .limit(1);
+      if (linked.length > 0) throw forbidden("Forbidden.", "This account is linked to another identity at this provider.");
       await linkInsert(db, identity, byEmail.id, type).onConflictDoNothing();
       user = byEmail;
     } else {
@@ -137,6 +164,8 @@ export async function completeConversion(
 
   const user = (await db.select().from(users).where(and(eq(users.id, merge.userId), eq(users.deleted, false))))[0];
   if (!user || user.loginType !== "password") throw new ApiError(400, "User account must have password based authentication.");
+  // Fix (issue 5 tests): a user suspended after starting A7 must not have the login changed and a session issued.
+  if (user.status === "suspended") throw new ApiError(401, LoginMessages.suspended);
   if (identity.email.toLowerCase() !== user.email.toLowerCase()) {
     throw forbidden("Forbidden.", "The identity provider's verified e-mail does not match your account's e-mail.");
   }
@@ -145,11 +174,12 @@ export async function completeConversion(
 
   await db.batch([
     db.update(users).set({ loginType: type, hashedPassword: null, updatedAt: nowIso() }).where(eq(users.id, user.id)),
+    staleLinkDelete(db, identity),
     linkInsert(db, identity, user.id, type).onConflictDoNothing(),
     db.delete(apiKeys).where(eq(apiKeys.userId, user.id)),
     auditInsert(db, c, { userId: user.id, action: "convert_login", resourceType: "user", resourceId: user.id, diff: { login_type: { old: "password", new: type }, issuer: identity.issuer } }),
   ]);
-  endWatches(c.env, c.executionCtx, user.id);
+  credentialsRevoked(c.env, c.executionCtx, user.id);
   await enqueueNotification(c.env, c.executionCtx, {
     userId: user.id,
     templateId: TEMPLATE_IDS.loginMethodChanged,

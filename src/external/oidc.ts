@@ -77,7 +77,14 @@ export const oidcProvider: ExternalProvider = {
       // Userinfo is optional for providers that put everything in the ID token.
     }
     const email = String(info.email ?? claims.email ?? "");
-    const verified = info.email_verified ?? claims.email_verified;
+    // Fix (issue 5 review): a verification flag counts only for the address it came with. Before, userinfo's e-mail
+    // could be paired with the ID token's email_verified for another address.
+    const verified =
+      info.email !== undefined && info.email_verified !== undefined
+        ? info.email_verified
+        : claims.email === email
+          ? claims.email_verified
+          : false;
     return {
       issuer: oidc.serverMetadata().issuer,
       subject: claims.sub,

@@ -1,7 +1,7 @@
 import { and, eq, inArray, isNull, lte, or, sql } from "drizzle-orm";
 import { getConfig, type Config } from "../config/config";
 import { database, type Database } from "../db/client";
-import { notificationMessages, notificationTemplates, users, type DispatchMethod, type MessageRow } from "../db/schema";
+import { notificationMessages, notificationTemplates, users, type DispatchMethod, type MessageRow, type TemplateRow } from "../db/schema";
 import type { Env } from "../env";
 import { nowIso } from "../lib/crypto";
 import { sendToInbox } from "./channels/inbox";
@@ -108,6 +108,33 @@ async function finish(db: Database, message: MessageRow, outcome: Pick<MessageRo
     .update(notificationMessages)
     .set({ ...outcome, payload, leasedUntil: null, nextRetryAfter: null, updatedAt: nowIso() })
     .where(eq(notificationMessages.id, message.id));
+}
+
+/**
+ * The inbox fast path for a message just enqueued (notifier running): everything needed is already in memory, so
+ * the user's object gets the notification right away and one UPDATE records it — a watcher sees it after the
+ * enqueue's two D1 round trips plus this RPC. On failure the message goes to the queue like any retry.
+ */
+export async function deliverInboxNow(
+  env: Env,
+  message: MessageRow,
+  template: TemplateRow,
+  user: { name: string; username: string; email: string },
+  labels: Record<string, string>,
+): Promise<void> {
+  const config = getConfig(env);
+  try {
+    const rendered = renderTemplate(template, { user, labels, data: (message.payload.data as Record<string, unknown>) ?? {}, baseUrl: config.ACCESS_URL });
+    await sendToInbox({ env, config, message, template, rendered, payload: message.payload });
+    const now = nowIso();
+    await database(env.DB)
+      .update(notificationMessages)
+      .set({ status: "sent", attempts: 1, sentAt: now, updatedAt: now })
+      .where(and(eq(notificationMessages.id, message.id), eq(notificationMessages.status, "pending")));
+  } catch (error) {
+    console.error(`[herald] direct inbox delivery of ${message.id} failed: ${error instanceof Error ? error.name : "error"}`);
+    await env.NOTIFICATION_QUEUE.send({ messageId: message.id });
+  }
 }
 
 /**

@@ -5,7 +5,7 @@ import { notificationMessages, notificationPreferences, notificationTemplates, u
 import type { Env } from "../env";
 import type { Background } from "../lib/background";
 import { nowIso, uuidv7 } from "../lib/crypto";
-import { kickMessages } from "./dispatch";
+import { deliverInboxNow, kickMessages } from "./dispatch";
 import { seal } from "./sealed";
 import { isPaused, pausedQuery } from "./settings";
 
@@ -92,6 +92,13 @@ export async function enqueueNotification(env: Env, background: Background, requ
   await db.insert(notificationMessages).values(rows);
 
   const pending = rows.filter((r) => r.status === "pending");
-  if (pending.length > 0 && !isPaused(paused)) background.waitUntil(kickMessages(env, pending));
+  if (pending.length > 0 && !isPaused(paused)) {
+    const external = pending.filter((r) => r.method !== "inbox");
+    if (external.length > 0) background.waitUntil(kickMessages(env, external));
+    const labels = { ...(request.labels ?? {}), ...(request.secretLabels ?? {}) };
+    for (const row of pending) {
+      if (row.method === "inbox") background.waitUntil(deliverInboxNow(env, row, template, user, labels));
+    }
+  }
   return rows;
 }

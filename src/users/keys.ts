@@ -10,7 +10,7 @@ import { apiKeys, type ApiKeyRow } from "../db/schema";
 import { ApiError, badRequest, conflict, forbidden, Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
-import { endWatches } from "../inbox/revoke";
+import { credentialsRevoked } from "../auth/revocation";
 import { resolveUser } from "./resolve";
 import { createTokenBody } from "./schemas";
 import { isUniqueViolation } from "./service";
@@ -103,6 +103,6 @@ export const keyRoutes = new Hono<AppEnv>()
       db.delete(apiKeys).where(eq(apiKeys.id, id)),
       auditInsert(db, c, { action: "delete", resourceType: "api_key", resourceId: id, diff: { owner: user.id } }),
     ]);
-    endWatches(c.env, c.executionCtx, user.id, [id]);
+    credentialsRevoked(c.env, c.executionCtx, user.id, [id]);
     return c.body(null, 204);
   });

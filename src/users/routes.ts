@@ -10,7 +10,7 @@ import { ApiError, badRequest, conflict, forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
 import { nowIso } from "../lib/crypto";
-import { endWatches } from "../inbox/revoke";
+import { credentialsRevoked, userChanged } from "../auth/revocation";
 import { notifyAccountEvent, sendPasswordChangedNotice } from "./events";
 import { resolveUser } from "./resolve";
 import {
@@ -144,6 +144,12 @@ export const userRoutes = new Hono<AppEnv>()
     return c.json({ users: page.map((u) => toUserResponse(u, orgs.get(u.id) ?? [])), count: total[0]?.n ?? 0 }, 200);
   })
   .get("/users/:user", requireAuth, async (c) => {
+    const auth = c.var.auth;
+    if (c.req.param("user") === "me") {
+      // The hot path of every dashboard: answered from what authentication already loaded, no D1 query.
+      assertCan(c, "read", { type: "user", ownerId: auth.user.id });
+      return c.json(toUserResponse(auth.user, Object.keys(auth.orgRoles)), 200);
+    }
     const user = await resolveUser(c, c.req.param("user"));
     assertCan(c, "read", { type: "user", ownerId: user.id });
     return c.json(await userResponse(database(c.env.DB), user), 200);
@@ -161,7 +167,7 @@ export const userRoutes = new Hono<AppEnv>()
       db.delete(organizationMembers).where(eq(organizationMembers.userId, user.id)),
       auditInsert(db, c, { action: "delete", resourceType: "user", resourceId: user.id, diff: { username: user.username } }),
     ]);
-    endWatches(c.env, c.executionCtx, user.id);
+    credentialsRevoked(c.env, c.executionCtx, user.id);
     notifyAccountEvent(c, "deleted", user);
     return c.json({ message: "User has been deleted!" }, 200);
   })
@@ -184,6 +190,7 @@ export const userRoutes = new Hono<AppEnv>()
       db.update(users).set({ roles: wanted, updatedAt }).where(eq(users.id, user.id)),
       auditInsert(db, c, { action: "update_roles", resourceType: "user", resourceId: user.id, diff: { roles: { old: user.roles, new: wanted } } }),
     ]);
+    userChanged(user.id);
     return c.json(await userResponse(db, { ...user, roles: wanted, updatedAt }), 200);
   })
   .put("/users/:user/status/:status{suspend|activate}", requireAuth, async (c) => {
@@ -199,7 +206,8 @@ export const userRoutes = new Hono<AppEnv>()
       db.update(users).set({ status, updatedAt }).where(eq(users.id, user.id)),
       auditInsert(db, c, { action, resourceType: "user", resourceId: user.id, diff: { status: { old: user.status, new: status } } }),
     ]);
-    if (status === "suspended") endWatches(c.env, c.executionCtx, user.id);
+    if (status === "suspended") credentialsRevoked(c.env, c.executionCtx, user.id);
+    else userChanged(user.id);
     if (user.status !== status) notifyAccountEvent(c, action === "suspend" ? "suspended" : "activated", user);
     return c.json(await userResponse(db, { ...user, status, updatedAt }), 200);
   })
@@ -234,7 +242,7 @@ export const userRoutes = new Hono<AppEnv>()
       db.delete(apiKeys).where(and(eq(apiKeys.userId, user.id), sql`${apiKeys.id} <> ${keepKey}`)),
       auditInsert(db, c, { action: "change_password", resourceType: "user", resourceId: user.id }),
     ]);
-    endWatches(c.env, c.executionCtx, user.id, self ? revoked : undefined);
+    credentialsRevoked(c.env, c.executionCtx, user.id, self ? revoked : undefined);
     await sendPasswordChangedNotice(c.env, c.executionCtx, user.id, c.var.auth.user.id);
     return c.body(null, 204);
   });

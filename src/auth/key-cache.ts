@@ -1,0 +1,45 @@
+import type { ApiKeyRow, UserRow } from "../db/schema";
+
+/**
+ * What authentication loaded for a key, kept in the isolate for AUTH_CACHE_TTL so a hot path does not pay a D1
+ * round trip per request. The secret is still checked against the cached hash on every request.
+ *
+ * The trade-off, documented in the README: a revocation (logout, token deletion, suspension, password change…)
+ * takes effect at once in the isolate that handled it — it forgets the entries right there — and within
+ * AUTH_CACHE_TTL in every other isolate. Watch sockets of revoked sessions are closed immediately by their object.
+ */
+export interface CachedKey {
+  key: ApiKeyRow;
+  user: UserRow;
+  orgRoles: Record<string, string[]>;
+  loadedAt: number;
+}
+
+const MAX_ENTRIES = 10_000;
+const entries = new Map<string, CachedKey>();
+
+export function cachedKey(id: string, ttlMs: number, now: number): CachedKey | undefined {
+  const entry = entries.get(id);
+  if (!entry) return undefined;
+  if (now - entry.loadedAt >= ttlMs) {
+    entries.delete(id);
+    return undefined;
+  }
+  return entry;
+}
+
+export function rememberKey(id: string, entry: CachedKey, ttlMs: number): void {
+  if (ttlMs <= 0) return;
+  // Oldest first: a Map iterates in insertion order, so the first key is the one to evict.
+  if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value ?? "");
+  entries.set(id, entry);
+}
+
+export function forgetKeys(ids: readonly string[]): void {
+  for (const id of ids) entries.delete(id);
+}
+
+/** Forgets every key of a user whose status, roles, password or login type changed. */
+export function forgetUser(userId: string): void {
+  for (const [id, entry] of entries) if (entry.user.id === userId) entries.delete(id);
+}
