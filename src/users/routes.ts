@@ -5,7 +5,7 @@ import { hashPassword, verifyPassword } from "../auth/passwords/hash";
 import { requireAuth } from "../auth/session";
 import { assertCan, can } from "../authz/guard";
 import { database } from "../db/client";
-import { apiKeys, organizationMembers, organizations, users, type UserRow } from "../db/schema";
+import { apiKeys, organizationMembers, organizations, userLinks, users, type UserRow } from "../db/schema";
 import { ApiError, badRequest, conflict, forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
@@ -165,6 +165,8 @@ export const userRoutes = new Hono<AppEnv>()
       db.update(users).set({ deleted: true, updatedAt: nowIso() }).where(eq(users.id, user.id)),
       db.delete(apiKeys).where(eq(apiKeys.userId, user.id)),
       db.delete(organizationMembers).where(eq(organizationMembers.userId, user.id)),
+      // Its external identities are free again: the same person may sign up or be linked anew.
+      db.delete(userLinks).where(eq(userLinks.userId, user.id)),
       auditInsert(db, c, { action: "delete", resourceType: "user", resourceId: user.id, diff: { username: user.username } }),
     ]);
     credentialsRevoked(c.env, c.executionCtx, user.id);
