@@ -1,4 +1,5 @@
-import { Hono, type Context } from "hono";
+import { Hono, type Context, type TypedResponse } from "hono";
+import type { InboxNotification } from "./model";
 import { offeredProtocols, requireAuth, WATCH_PROTOCOL } from "../auth/session";
 import { assertCan } from "../authz/guard";
 import { ApiError, badRequest, validationFailed } from "../http/errors";
@@ -6,6 +7,12 @@ import type { AppEnv } from "../http/types";
 import { jsonBody, pathParams, queryParams } from "../http/validate";
 import { listInboxQuery, notificationIdParam, readStatusBody, watchInboxQuery } from "./schemas";
 import { WATCH_HEADER, type WatchAttachment } from "./watch";
+
+/** N3's body (interface: ListInboxNotificationsResponse). */
+export interface ListInboxResponse {
+  notifications: InboxNotification[];
+  unread_count: number;
+}
 
 /** The caller's own inbox object: every inbox route is one round trip to it after authentication. */
 export function inboxOf(c: Context<AppEnv>, userId: string = c.var.auth.user.id) {
@@ -53,7 +60,10 @@ export const inboxRoutes = new Hono<AppEnv>()
     if (!result.ok) {
       throw validationFailed([{ field: "starting_before", detail: "No notification of yours has this id." }]);
     }
-    return c.json({ notifications: result.notifications, unread_count: result.unreadCount }, 200);
+    // The object hands back the page already serialised (see UserInbox.list).
+    const body = `{"notifications":${result.notificationsJson},"unread_count":${result.unreadCount}}`;
+    // Typed as the JSON it is, so the typed client still knows the shape.
+    return c.body(body, 200, { "Content-Type": "application/json" }) as unknown as TypedResponse<ListInboxResponse, 200, "json">;
   })
   .put("/notifications/inbox/mark-all-as-read", requireAuth, async (c) => {
     assertOwnInbox(c, "update");
