@@ -47,6 +47,14 @@ export async function passcodeMatches(db: Database, config: Config, userId: stri
   return stored !== undefined && timingSafeEqualText(await codeHmac(config, userId, code), stored);
 }
 
+/** A correct code presented with a refused password was not a wrong try: give the try back. */
+export async function refundPasscodeTry(db: Database, userId: string): Promise<void> {
+  await db
+    .update(oneTimePasscodes)
+    .set({ attempts: sql`max(${oneTimePasscodes.attempts} - 1, 0)` })
+    .where(eq(oneTimePasscodes.userId, userId));
+}
+
 /**
  * Consumes the code: a conditional DELETE on its HMAC, so of two concurrent uses exactly one removes the row and
  * wins. Returned unexecuted so the caller batches it with the password change (both or neither).

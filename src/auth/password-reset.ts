@@ -13,7 +13,7 @@ import { TEMPLATE_IDS } from "../notifications/templates";
 import { credentialsRevoked } from "./revocation";
 import { sendPasswordChangedNotice } from "../users/events";
 import { assertPasswordPolicy, findLiveUserByEmail } from "../users/service";
-import { codeHmac, consumePasscode, issuePasscode, passcodeMatches } from "./otp";
+import { codeHmac, consumePasscode, issuePasscode, passcodeMatches, refundPasscodeTry } from "./otp";
 import { hashPassword, verifyPassword } from "./passwords/hash";
 import { limitPerIp } from "./rate-limit";
 
@@ -65,6 +65,7 @@ export const passwordResetRoutes = new Hono<AppEnv>()
     }
     if (!(await passcodeMatches(db, config, user.id, body.one_time_passcode))) throw badRequest(INCORRECT);
     if ((await verifyPassword(user.hashedPassword, body.password)).valid) {
+      await refundPasscodeTry(db, user.id);
       throw badRequest("New password cannot match old password.");
     }
     const hashedPassword = await hashPassword(body.password);

@@ -7,6 +7,7 @@ import { issueKey } from "../auth/keys";
 import { verifyPassword } from "../auth/passwords/hash";
 import { limitPerAccount, limitPerIp } from "../auth/rate-limit";
 import { requireAuth } from "../auth/session";
+import { assertCan } from "../authz/guard";
 import { database } from "../db/client";
 import { loginConversions } from "../db/schema";
 import { ApiError, badRequest, forbidden } from "../http/errors";
@@ -40,7 +41,10 @@ interface ConversionCookie {
 export function safeRedirect(target: string | undefined, origin: string): string {
   if (!target || !target.startsWith("/") || target.startsWith("//") || /[\\\u0000-\u001f]/.test(target)) return "/";
   const url = URL.parse(target, origin);
-  return url && url.origin === origin ? `${url.pathname}${url.search}${url.hash}` : "/";
+  if (!url || url.origin !== origin) return "/";
+  // Parsing removes dot segments ("/.//evil.example" becomes "//evil.example"): check what is actually returned.
+  const path = `${url.pathname}${url.search}${url.hash}`;
+  return path.startsWith("//") || path.startsWith("/\\") ? "/" : path;
 }
 
 /** The callback URL as registered with the provider (ACCESS_URL's origin), carrying this request's query. */
@@ -128,6 +132,8 @@ export const externalLoginRoutes = new Hono<AppEnv>()
     const config = c.var.config;
     const user = await resolveUser(c, c.req.param("user"));
     if (user.id !== c.var.auth.user.id) throw forbidden("Forbidden.", "Only the user themself can convert their login type.");
+    // A scoped token needs the personal-update permission, as for a password change (roles ∩ scopes).
+    assertCan(c, "update_personal", { type: "user", ownerId: user.id });
     if (toType !== "oidc" && toType !== "github") {
       throw badRequest(["password", "none", "token"].includes(toType) ? `Cannot convert to login type "${toType}".` : `Unknown login type "${toType}".`);
     }

@@ -37,7 +37,10 @@ export const preferenceRoutes = new Hono<AppEnv>()
     return c.json(await preferencesOf(database(c.env.DB), user.id), 200);
   })
   .put("/users/:user/notifications/preferences", requireAuth, jsonBody(preferencesBody), async (c) => {
-    const { template_disabled_map: map } = c.req.valid("json");
+    c.req.valid("json");
+    // Keys from the raw JSON: zod rebuilds records by assignment, which would swallow a "__proto__" key unchecked.
+    const raw = (await c.req.json()) as { template_disabled_map: Record<string, boolean> };
+    const map = raw.template_disabled_map;
     const user = await targetUser(c, "update");
     const db = database(c.env.DB);
     const ids = Object.keys(map);

@@ -1,0 +1,249 @@
+// Builds the Worker and runs it in workerd through miniflare, without wrangler dev's logging proxy (DESIGN.md,
+// "Platform facts"): bindings from wrangler's own reading of wrangler.toml, the built bundle's modules listed
+// explicitly, and a port bound straight to the Worker with `unsafeDirectSockets`.
+import { spawn } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { gzipSync } from "node:zlib";
+
+export const root = path.resolve(import.meta.dirname, "..", "..");
+const require = createRequire(path.join(root, "package.json"));
+const wranglerPkgPath = require.resolve("wrangler/package.json");
+const wranglerPkg = require(wranglerPkgPath);
+const wranglerBin = path.join(path.dirname(wranglerPkgPath), wranglerPkg.bin.wrangler);
+/** wrangler's own copy of miniflare (and so of workerd), resolved from wrangler's dependency tree. */
+const miniflarePath = createRequire(wranglerPkgPath).resolve("miniflare");
+
+export const wrangler = require("wrangler");
+export const miniflare = require(miniflarePath);
+export const versions = {
+  wrangler: wranglerPkg.version,
+  miniflare: createRequire(wranglerPkgPath)("miniflare/package.json").version,
+  workerd: createRequire(miniflarePath)("workerd/package.json").version,
+};
+
+export const QUIET_ENV = { CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1", FORCE_COLOR: "0" };
+
+/** Limit given to the login Rate Limiting bindings for the bench (wrangler.toml keeps 20/min per IP, 10/min per account). */
+export const BENCH_RATE_LIMIT = 1_000_000;
+
+/** `wrangler deploy --dry-run --outdir`: the exact bundle that would be uploaded, plus wrangler's size report. */
+export function build(outdir) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [wranglerBin, "deploy", "--dry-run", "--outdir", outdir], {
+      cwd: root,
+      env: { ...process.env, ...QUIET_ENV },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      if (code !== 0) return reject(new Error(`wrangler deploy --dry-run failed (exit ${code}):\n${output}`));
+      const report = /Total Upload:\s*([\d.]+)\s*KiB\s*\/\s*gzip:\s*([\d.]+)\s*KiB/.exec(output);
+      resolve({ totalKiB: report ? Number(report[1]) : undefined, gzipKiB: report ? Number(report[2]) : undefined });
+    });
+  });
+}
+
+/** gzip of every module in the outdir (what the upload carries; the source map is uploaded separately). */
+export function gzipSizeOf(outdir, modules) {
+  let raw = 0;
+  let gz = 0;
+  for (const m of modules) {
+    const bytes = readFileSync(m.path);
+    raw += bytes.length;
+    gz += gzipSync(bytes, { level: 9 }).length;
+  }
+  return { rawKiB: raw / 1024, gzipKiB: gz / 1024, files: readdirSync(outdir) };
+}
+
+/** Glob of a wrangler module rule (`**\/*.sql`, `**\/*.wasm?module`) as a file-name test. */
+function ruleMatcher(glob) {
+  const pattern = glob.replace(/^\*\*\//, "").replace(/[.+^${}()|[\]\\?]/g, "\\$&").replace(/\*/g, "[^/]*");
+  return new RegExp(`^${pattern}$`);
+}
+
+/**
+ * The bundle's modules, listed explicitly: the entry first, then every other output file typed by the config's
+ * module rules (the argon2 .wasm as CompiledWasm, the inbox migrations' .sql as Text). Maps and the README are not
+ * modules.
+ */
+export function bundleModules(outdir, modulesRules) {
+  const rules = (modulesRules ?? []).flatMap((r) => r.include.map((g) => ({ type: r.type, test: ruleMatcher(g) })));
+  const files = readdirSync(outdir).filter((f) => !f.endsWith(".map") && f !== "README.md");
+  const entry = files.find((f) => f === "index.js") ?? files.find((f) => /\.m?js$/.test(f));
+  if (!entry) throw new Error(`no entry module in ${outdir}: ${files.join(", ")}`);
+  const modules = [{ type: "ESModule", path: path.join(outdir, entry) }];
+  for (const f of files) {
+    if (f === entry) continue;
+    const rule = rules.find((r) => r.test.test(f));
+    if (rule) modules.push({ type: rule.type, path: path.join(outdir, f) });
+    else if (/\.m?js$/.test(f)) modules.push({ type: "ESModule", path: path.join(outdir, f) });
+    else throw new Error(`no module rule types ${f}; add one to the bench`);
+  }
+  return modules;
+}
+
+const TRIVIAL_WORKER = 'export default { fetch() { return new Response("ok") } }';
+
+/**
+ * A helper Worker, never on a measured Herald path. `POST /seed` binds Herald's UserInbox class and calls its
+ * `deliver` RPC from inside workerd, in parallel batches (the delivery pipeline's own path, far faster than one
+ * Node→workerd round trip per notification). The GET routes are cost probes for the report: the bare price of one
+ * D1 point read, of one D1 batch shaped like authentication's, of one RPC to a user's inbox object (a point read),
+ * and of the inbox list RPC answered as JSON (the inbox route without authentication), each in a handler that does
+ * nothing else; `/env` tells whether the runtime hands every request the same `env` object.
+ */
+const HELPER_WORKER = `
+const envs = new WeakSet();
+let sameEnv = 0;
+let newEnv = 0;
+export default {
+  async fetch(request, env) {
+    if (envs.has(env)) sameEnv++; else { envs.add(env); newEnv++; }
+    const url = new URL(request.url);
+    const q = url.searchParams;
+    switch (url.pathname) {
+      case "/env":
+        return Response.json({ sameEnv, newEnv });
+      case "/d1":
+        await env.DB.prepare("SELECT * FROM api_keys WHERE id = ?").bind(q.get("key")).first();
+        return new Response("ok");
+      case "/d1-batch3": {
+        const owner = "SELECT user_id FROM api_keys WHERE id = ?";
+        await env.DB.batch([
+          env.DB.prepare("SELECT * FROM api_keys WHERE id = ?").bind(q.get("key")),
+          env.DB.prepare("SELECT * FROM users WHERE id IN (" + owner + ")").bind(q.get("key")),
+          env.DB.prepare("SELECT organization_id, roles FROM organization_members WHERE user_id IN (" + owner + ")").bind(q.get("key")),
+        ]);
+        return new Response("ok");
+      }
+      case "/do":
+        await env.USER_INBOX.get(env.USER_INBOX.idFromName(q.get("user"))).existing([q.get("id")]);
+        return new Response("ok");
+      case "/do-list": {
+        const page = await env.USER_INBOX.get(env.USER_INBOX.idFromName(q.get("user"))).list({ targets: [], templates: [], readStatus: "all" }, undefined, Number(q.get("limit") ?? 25));
+        // Answered the way the inbox route answers, whichever shape the object returns (rows or pre-built JSON).
+        if (typeof page.notificationsJson === "string") {
+          return new Response('{"notifications":' + page.notificationsJson + ',"unread_count":' + page.unreadCount + "}", { headers: { "Content-Type": "application/json" } });
+        }
+        if (!Array.isArray(page.notifications)) return new Response("unexpected list result", { status: 500 });
+        return Response.json({ notifications: page.notifications, unread_count: page.unreadCount });
+      }
+      case "/seed":
+        return seed(await request.json(), env);
+    }
+    return new Response("not found", { status: 404 });
+  },
+};
+async function seed({ userId, from, count, parallel, baseTime, templateId, templateGroup }, env) {
+  const stub = env.USER_INBOX.get(env.USER_INBOX.idFromName(userId));
+  let stored = 0;
+  for (let i = from; i < from + count; i += parallel) {
+    const batch = [];
+    for (let j = i; j < Math.min(i + parallel, from + count); j++) {
+      batch.push(stub.deliver({
+        id: crypto.randomUUID(), userId, templateId, templateGroup,
+        targets: j % 10 === 0 ? [userId] : [],
+        title: "Bench notification #" + j,
+        content: "Something happened to **resource " + j + "**. This line stands in for a typical rendered body.",
+        icon: "", actions: [{ label: "View", url: "http://localhost:8787/notifications/" + j }],
+        createdAt: new Date(baseTime + j).toISOString(),
+      }));
+    }
+    for (const r of await Promise.all(batch)) if (r.stored) stored++;
+  }
+  return Response.json({ stored });
+}`;
+
+/** Runs a wrangler API call without its "Using secrets defined in .dev.vars" chatter (those vars are dropped anyway). */
+function quietly(fn) {
+  const before = process.env.WRANGLER_LOG;
+  process.env.WRANGLER_LOG = "warn";
+  try {
+    return fn();
+  } finally {
+    if (before === undefined) delete process.env.WRANGLER_LOG;
+    else process.env.WRANGLER_LOG = before;
+  }
+}
+
+/** A fresh SECRET_KEY for one bench run (config requires ≥ 32 characters). */
+export function generateSecretKey() {
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(48))).toString("base64url");
+}
+
+/**
+ * Starts Herald, the trivial baseline Worker and the bench helper in one workerd, each Worker with its own direct socket.
+ * Local D1, SQLite Durable Objects and Queues persist under `stateDir` (like `wrangler dev --persist-to`).
+ */
+export async function start({ outdir, stateDir, host, ports, secretKey, withoutQueueConsumer = false }) {
+  const { workerOptions } = quietly(() => wrangler.unstable_getMiniflareWorkerOptions(path.join(root, "wrangler.toml")));
+  // Module rules are for bundling from source; miniflare 5 takes the built modules instead. The every-minute cron
+  // (re-drive and purge) is left out so it cannot fire in the middle of a measurement.
+  const { modulesRules, cronTriggers: _cron, ...herald } = workerOptions;
+  const modules = bundleModules(outdir, modulesRules);
+  // Only wrangler.toml's [vars]: a developer's .dev.vars (which wrangler merges in) must not change what is measured.
+  const { vars } = quietly(() => wrangler.unstable_readConfig({ config: path.join(root, "wrangler.toml") }));
+  const bindings = Object.fromEntries(Object.entries(herald.bindings ?? {}).filter(([name]) => Object.hasOwn(vars ?? {}, name)));
+  const ratelimits = Object.fromEntries(
+    Object.entries(herald.ratelimits ?? {}).map(([name, rl]) => [name, { ...rl, simple: { ...rl.simple, limit: BENCH_RATE_LIMIT } }]),
+  );
+  const { Miniflare, Log, LogLevel, convertV4MiniflareOptions } = miniflare;
+  const options = convertV4MiniflareOptions({
+    resourcePersistencePath: stateDir,
+    log: new Log(LogLevel.WARN),
+    cf: false,
+    workers: [
+      {
+        ...herald,
+        name: "herald",
+        modules,
+        modulesRoot: outdir,
+        bindings: { ...bindings, SECRET_KEY: secretKey },
+        ratelimits,
+        // Diagnostics only (BENCH_WITHOUT_QUEUE_CONSUMER=1): queued e-mail copies then wait instead of competing.
+        ...(withoutQueueConsumer ? { queueConsumers: {} } : {}),
+        unsafeDirectSockets: [{ host, port: ports.herald, proxy: false }],
+      },
+      {
+        name: "trivial",
+        compatibilityDate: herald.compatibilityDate,
+        modules: [{ type: "ESModule", path: "trivial.mjs", contents: TRIVIAL_WORKER }],
+        unsafeDirectSockets: [{ host, port: ports.trivial, proxy: false }],
+      },
+      {
+        name: "bench-helper",
+        compatibilityDate: herald.compatibilityDate,
+        modules: [{ type: "ESModule", path: "helper.mjs", contents: HELPER_WORKER }],
+        // The same local database as Herald's (D1 storage is keyed by database id) and Herald's inbox objects.
+        d1Databases: herald.d1Databases,
+        durableObjects: { USER_INBOX: { className: "UserInbox", scriptName: "herald", useSQLite: true } },
+        unsafeDirectSockets: [{ host, port: ports.helper, proxy: false }],
+      },
+    ],
+  });
+  const mf = new Miniflare(options);
+  await mf.ready;
+  return { mf, modules, ratelimits };
+}
+
+/** Applies drizzle/*.sql in order through the D1 binding (each file's statements in one batch). */
+export async function applyMigrations(mf) {
+  const db = await mf.getD1Database("DB", "herald");
+  const dir = path.join(root, "drizzle");
+  const files = readdirSync(dir).filter((f) => /^\d+.*\.sql$/.test(f)).sort();
+  for (const file of files) {
+    const text = readFileSync(path.join(dir, file), "utf8");
+    const statements = text
+      .split("--> statement-breakpoint")
+      .flatMap((chunk) => wrangler.unstable_splitSqlQuery(chunk))
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
+    await db.batch(statements.map((s) => db.prepare(s)));
+  }
+  return files;
+}

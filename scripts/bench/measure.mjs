@@ -1,0 +1,183 @@
+// Measurements: throughput with autocannon, latency with a sequential keep-alive client timed in microseconds
+// (autocannon's histograms keep whole milliseconds, too coarse for targets of a few ms), watch latency over a real
+// WebSocket.
+import http from "node:http";
+import { performance } from "node:perf_hooks";
+import autocannon from "autocannon";
+
+/** Percentile of an ascending array (nearest rank). */
+export function percentile(sorted, p) {
+  if (sorted.length === 0) return NaN;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))];
+}
+
+export function summarize(samples) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const mean = sorted.reduce((s, x) => s + x, 0) / (sorted.length || 1);
+  return {
+    samples: sorted.length,
+    p50: percentile(sorted, 50),
+    p90: percentile(sorted, 90),
+    p99: percentile(sorted, 99),
+    min: sorted[0],
+    max: sorted[sorted.length - 1],
+    mean,
+  };
+}
+
+/**
+ * Requests per second with autocannon after a short warm-up. Every response must be 2xx: a run that answered
+ * errors measured the error path, so it is reported as such.
+ */
+export async function throughput({ url, method = "GET", headers = {}, body, connections, duration, warmup = 1 }) {
+  const common = { url, method, headers, body, connections };
+  if (warmup > 0) await autocannon({ ...common, duration: warmup });
+  const r = await autocannon({ ...common, duration });
+  const ok = r["2xx"];
+  const bad = r.non2xx + r.errors + r.timeouts;
+  return {
+    reqPerSec: r.requests.average,
+    requests: r.requests.total,
+    ok,
+    bad,
+    statusCodes: r.statusCodeStats,
+    latencyMsUnderLoad: { p50: r.latency.p50, p99: r.latency.p99 },
+    connections,
+    durationS: duration,
+  };
+}
+
+/** One keep-alive connection, requests one after another: the service's latency without queueing. */
+export function sequentialClient(base) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const target = new URL(base);
+  function request(method, path, { headers = {}, body } = {}) {
+    return new Promise((resolve, reject) => {
+      const payload = body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body);
+      const started = performance.now();
+      const req = http.request(
+        {
+          agent,
+          host: target.hostname,
+          port: target.port,
+          method,
+          path,
+          headers: { ...headers, ...(payload === undefined ? {} : { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(payload) }) },
+        },
+        (res) => {
+          const chunks = [];
+          res.on("data", (c) => chunks.push(c));
+          res.on("end", () => resolve({ status: res.statusCode, ms: performance.now() - started, text: Buffer.concat(chunks).toString("utf8") }));
+          res.on("error", reject);
+        },
+      );
+      req.on("error", reject);
+      req.setTimeout(30_000, () => req.destroy(new Error(`timeout: ${method} ${path}`)));
+      if (payload !== undefined) req.write(payload);
+      req.end();
+    });
+  }
+  return { request, close: () => agent.destroy() };
+}
+
+/** Latency of one request repeated sequentially: `samples` timed after `warmup`, stopping early at `maxSeconds`. */
+export async function latency(client, { method = "GET", path, headers, body, samples, warmup = 10, maxSeconds = 10, expect = (s) => s >= 200 && s < 300 }) {
+  for (let i = 0; i < warmup; i++) await client.request(method, path, { headers, body });
+  const times = [];
+  let bad = 0;
+  let lastBad;
+  const deadline = performance.now() + maxSeconds * 1000;
+  while (times.length < samples && performance.now() < deadline) {
+    const r = await client.request(method, path, { headers, body });
+    if (!expect(r.status)) {
+      bad++;
+      lastBad = `${r.status} ${r.text.slice(0, 200)}`;
+    }
+    times.push(r.ms);
+  }
+  return { ...summarize(times), bad, lastBad };
+}
+
+/**
+ * Latency of several requests measured alternately (a, b, a, b, …), so that a machine getting busier or quieter
+ * during the run shifts all of them alike and their ratio stays fair.
+ */
+export async function interleavedLatency(client, requests, { samples, warmup = 10, maxSeconds = 20 }) {
+  const names = Object.keys(requests);
+  for (let i = 0; i < warmup; i++) for (const n of names) await client.request(requests[n].method ?? "GET", requests[n].path, requests[n]);
+  const times = Object.fromEntries(names.map((n) => [n, []]));
+  const bad = Object.fromEntries(names.map((n) => [n, 0]));
+  const deadline = performance.now() + maxSeconds * 1000;
+  for (let i = 0; i < samples && performance.now() < deadline; i++) {
+    for (const n of names) {
+      const r = await client.request(requests[n].method ?? "GET", requests[n].path, requests[n]);
+      if (r.status < 200 || r.status >= 300) bad[n]++;
+      times[n].push(r.ms);
+    }
+  }
+  return Object.fromEntries(names.map((n) => [n, { ...summarize(times[n]), bad: bad[n] }]));
+}
+
+/**
+ * N5 delivery latency: one watch socket open, then `samples` custom notifications sent one after another; each is
+ * timed from just before the POST until its frame arrives on the socket.
+ */
+export async function watchLatency({ base, client, token, samples, timeoutMs = 5_000, maxSeconds = 60 }) {
+  const wsUrl = `${base.replace(/^http/, "ws")}/api/v2/notifications/inbox/watch`;
+  // The browser way: the token travels as a subprotocol, only "herald.v1" is echoed (README, watch socket).
+  const ws = new WebSocket(wsUrl, ["herald.v1", `herald.token.${token}`]);
+  await new Promise((resolve, reject) => {
+    ws.addEventListener("open", resolve, { once: true });
+    ws.addEventListener("error", () => reject(new Error("watch socket failed to open")), { once: true });
+  });
+  const waiting = new Map();
+  let strayFrames = 0;
+  ws.addEventListener("message", (event) => {
+    const arrived = performance.now();
+    let title;
+    try {
+      title = JSON.parse(String(event.data)).notification?.title;
+    } catch {
+      strayFrames++;
+      return;
+    }
+    const resolve = waiting.get(title);
+    if (resolve) {
+      waiting.delete(title);
+      resolve(arrived);
+    } else strayFrames++;
+  });
+
+  const delivery = [];
+  const postMs = [];
+  let missed = 0;
+  let badPosts = 0;
+  let lastBad;
+  const deadline = performance.now() + maxSeconds * 1000;
+  const headers = { "Service-Session-Token": token };
+  for (let i = 0; i < samples + 5 && performance.now() < deadline; i++) {
+    const title = `watch-bench-${i}-${Math.random().toString(36).slice(2, 8)}`;
+    const frame = new Promise((resolve) => waiting.set(title, resolve));
+    const sent = performance.now();
+    const r = await client.request("POST", "/api/v2/notifications/custom", { headers, body: { content: { title, message: "Latency probe." } } });
+    if (r.status !== 204) {
+      badPosts++;
+      lastBad = `${r.status} ${r.text.slice(0, 200)}`;
+      waiting.delete(title);
+      continue;
+    }
+    const timeout = new Promise((resolve) => setTimeout(() => resolve(undefined), timeoutMs));
+    const arrived = await Promise.race([frame, timeout]);
+    if (arrived === undefined) {
+      missed++;
+      waiting.delete(title);
+      continue;
+    }
+    if (i < 5) continue; // warm-up
+    delivery.push(arrived - sent);
+    postMs.push(r.ms);
+  }
+  ws.close(1000);
+  return { ...summarize(delivery), post: summarize(postMs), missed, badPosts, lastBad, strayFrames };
+}

@@ -1,0 +1,394 @@
+// `npm run bench`: Herald in workerd without wrangler dev's proxy, against a trivial Worker run the same way, in
+// one run. Prints a table with DESIGN.md's targets and writes bench/results.json. A missed target is a finding, not
+// a failure: the run exits 0 unless the harness itself cannot run (build, start, bootstrap).
+import { mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { BENCH_RATE_LIMIT, applyMigrations, build, generateSecretKey, gzipSizeOf, root, start, versions } from "./harness.mjs";
+import { interleavedLatency, latency, sequentialClient, throughput, watchLatency } from "./measure.mjs";
+import { codeInfo, machineInfo, printTable, writeResults } from "./report.mjs";
+import { deliverThroughObject, growInboxOffline, objectFile } from "./seed.mjs";
+
+const num = (name, fallback) => (process.env[name] ? Number(process.env[name]) : fallback);
+const settings = {
+  connections: num("BENCH_CONNECTIONS", 32),
+  durationS: num("BENCH_DURATION", 6),
+  latencySamples: num("BENCH_LATENCY_SAMPLES", 300),
+  loginSamples: num("BENCH_LOGIN_SAMPLES", 40),
+  watchSamples: num("BENCH_WATCH_SAMPLES", 200),
+  bigInbox: num("BENCH_BIG_INBOX", 100_000),
+  smallInbox: 100,
+  listedInbox: 25,
+  realDeliveries: num("BENCH_REAL_DELIVERIES", 1000),
+  authChecks: 100,
+};
+const diagnostics = {
+  withoutQueueConsumer: process.env.BENCH_WITHOUT_QUEUE_CONSUMER === "1",
+  tmpdir: process.env.BENCH_TMPDIR || undefined,
+};
+const HOST = "127.0.0.1";
+const PASSWORD = "Plum-Kettle-Orbit-97-Lantern";
+const clock = performance.now();
+const log = (msg) => console.log(`[bench ${((performance.now() - clock) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on("error", reject);
+    server.listen(0, HOST, () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** A JSON API call the bench cannot go on without. */
+async function api(base, method, route, { token, body, expect = [200, 201, 204] } = {}) {
+  const res = await fetch(`${base}/api/v2${route}`, {
+    method,
+    headers: { ...(token ? { "Service-Session-Token": token } : {}), ...(body ? { "Content-Type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  if (!expect.includes(res.status)) throw new Error(`${method} ${route} → ${res.status} ${text.slice(0, 300)}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+async function login(base, email) {
+  return (await api(base, "POST", "/users/login", { body: { email, password: PASSWORD } })).session_token;
+}
+
+async function createUser(base, ownerToken, username) {
+  const email = `${username}@bench.example.com`;
+  const user = await api(base, "POST", "/users", { token: ownerToken, body: { email, username, password: PASSWORD } });
+  return { id: user.id, email, token: await login(base, email) };
+}
+
+/** 100 checks in ten shapes; four of them name a stored resource (user, API key, organization, inbox notification). */
+function authcheckBody(caller, other, orgId, notificationId) {
+  const keyId = caller.token.split("-")[0];
+  const shapes = [
+    { action: "read", object: { resource_type: "user", owner_id: "me" } },
+    { action: "update_personal", object: { resource_type: "user", owner_id: "me" } },
+    { action: "create", object: { resource_type: "api_key", owner_id: "me" } },
+    { action: "update", object: { resource_type: "deployment_config" } },
+    { action: "read", object: { resource_type: "notification_template" } },
+    { action: "read", object: { resource_type: "organization_member", any_org: true } },
+    { action: "read", object: { resource_type: "user", resource_id: other.id } },
+    { action: "delete", object: { resource_type: "api_key", resource_id: keyId } },
+    { action: "read", object: { resource_type: "organization", resource_id: orgId } },
+    { action: "update", object: { resource_type: "inbox_notification", resource_id: notificationId } },
+  ];
+  const checks = {};
+  for (let i = 0; i < settings.authChecks; i++) {
+    const object = { ...shapes[i % shapes.length].object };
+    // Several distinct user ids per request (unknown ones answer false), as a dashboard asking about a list would.
+    if (object.resource_type === "user" && object.resource_id && i >= 10) object.resource_id = crypto.randomUUID();
+    checks[`check_${i}`] = { action: shapes[i % shapes.length].action, object };
+  }
+  return { checks };
+}
+
+/** Builds, starts workerd, applies migrations, bootstraps users through the API and seeds their inboxes. */
+async function prepare(tmp, notes, env) {
+  const outdir = path.join(tmp, "dist");
+  const stateDir = path.join(tmp, "state");
+  log(`building with wrangler deploy --dry-run --outdir ${outdir}`);
+  const size = await build(outdir);
+  const ports = { herald: await freePort(), trivial: await freePort(), helper: await freePort() };
+  const startOptions = { outdir, stateDir, host: HOST, ports, secretKey: generateSecretKey(), withoutQueueConsumer: diagnostics.withoutQueueConsumer };
+  log(`starting workerd ${versions.workerd} through miniflare ${versions.miniflare}; state in ${stateDir}`);
+  let running = await start(startOptions);
+  Object.assign(env, {
+    size,
+    gz: gzipSizeOf(outdir, running.modules),
+    code: codeInfo(root, running.modules[0].path),
+    base: `http://${HOST}:${ports.herald}`,
+    trivialUrl: `http://${HOST}:${ports.trivial}/`,
+    helperUrl: `http://${HOST}:${ports.helper}`,
+    mf: running.mf,
+  });
+  const migrations = await applyMigrations(running.mf);
+  log(`applied D1 migrations ${migrations.join(", ")}; bootstrapping users through the API`);
+
+  const { base, helperUrl } = env;
+  const first = await api(base, "POST", "/users/first", { body: { email: "ada@bench.example.com", username: "ada", password: PASSWORD } });
+  const ada = { id: first.user_id, email: "ada@bench.example.com", token: await login(base, "ada@bench.example.com") };
+  const users = {
+    ada,
+    small: await createUser(base, ada.token, "small"),
+    big: await createUser(base, ada.token, "big"),
+    watcher: await createUser(base, ada.token, "watcher"),
+  };
+  env.users = users;
+  env.organizationId = first.organization_id;
+
+  await deliverThroughObject(helperUrl, ada.id, settings.listedInbox);
+  await deliverThroughObject(helperUrl, users.small.id, settings.smallInbox);
+  env.realDeliveries = await deliverThroughObject(helperUrl, users.big.id, Math.min(settings.realDeliveries, settings.bigInbox));
+  log(`delivered ${env.realDeliveries.stored} notifications into one inbox through the deliver RPC: ${Math.round(env.realDeliveries.perSecond)}/s`);
+
+  const ns = await running.mf.getDurableObjectNamespace("USER_INBOX", "herald");
+  const bigObjectId = ns.idFromName(users.big.id).toString();
+  await running.mf.dispose();
+  env.mf = undefined;
+  const grown = growInboxOffline(objectFile(stateDir, "herald-UserInbox", bigObjectId), settings.bigInbox);
+  log(`grew big's inbox offline to ${grown.rows.toLocaleString("en-US")} rows in ${grown.seconds.toFixed(1)} s; restarting workerd`);
+  running = await start(startOptions);
+  env.mf = running.mf;
+
+  // The inboxes hold what the measurements claim.
+  const inbox = async (u) => api(base, "GET", "/notifications/inbox", { token: u.token });
+  env.inboxes = { ada: await inbox(ada), small: await inbox(users.small), big: await inbox(users.big) };
+  if (env.inboxes.ada.notifications.length !== settings.listedInbox) throw new Error(`ada's inbox lists ${env.inboxes.ada.notifications.length}`);
+  if (env.inboxes.small.unread_count !== settings.smallInbox) throw new Error(`small's inbox has ${env.inboxes.small.unread_count} unread`);
+  if (env.inboxes.big.unread_count !== settings.bigInbox) throw new Error(`big's inbox has ${env.inboxes.big.unread_count} unread`);
+  notes.push(
+    `Inboxes of ${settings.listedInbox} and ${settings.smallInbox} were filled through the UserInbox deliver RPC; the ${settings.bigInbox.toLocaleString("en-US")}-row inbox got ${env.realDeliveries.stored} real deliveries, then clones of those rows written into the object's SQLite file with workerd stopped (unread counter set to match).`,
+  );
+}
+
+async function main() {
+  const tmp = mkdtempSync(path.join(diagnostics.tmpdir ?? tmpdir(), "herald-bench-"));
+  /** What prepare() built: the running Miniflare among it, so cleanup can always stop it. */
+  const env = {};
+  const cleanup = async () => {
+    try {
+      await env.mf?.dispose();
+    } catch {
+      // already stopped
+    }
+    env.mf = undefined;
+    rmSync(tmp, { recursive: true, force: true });
+  };
+  const onSignal = (signal) => {
+    log(`${signal}: stopping workerd and removing ${tmp}`);
+    cleanup().finally(() => process.exit(130));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+
+  const notes = [];
+  const details = {};
+  /** One measurement; if it breaks, the run records the error and goes on. */
+  const attempt = async (name, fn) => {
+    try {
+      return await fn();
+    } catch (error) {
+      log(`${name} failed: ${error?.message ?? error}`);
+      notes.push(`${name} could not be measured: ${String(error?.message ?? error).slice(0, 300)}`);
+      return undefined;
+    }
+  };
+
+  try {
+    const prepareStarted = performance.now();
+    await prepare(tmp, notes, env);
+    details.setupSeconds = (performance.now() - prepareStarted) / 1000;
+    const { base, trivialUrl, helperUrl, users, inboxes } = env;
+    const { ada, small, big, watcher } = users;
+    const header = (u) => ({ "Service-Session-Token": u.token });
+
+    // --- throughput (autocannon) ---
+    // Others may share the machine, so each measurement follows a trivial-Worker run and its ratio is taken against
+    // that neighbour; the baseline shown is the median of those trivial runs.
+    const trivialRuns = [];
+    const tp = {};
+    const pair = (name, label, opts) =>
+      attempt(name, async () => {
+        log(`throughput: ${label}`);
+        const trivialRun = await throughput({ url: trivialUrl, connections: settings.connections, duration: Math.max(2, settings.durationS / 2), warmup: trivialRuns.length === 0 ? 1 : 0 });
+        trivialRuns.push(trivialRun.reqPerSec);
+        const r = await throughput({ connections: settings.connections, duration: settings.durationS, ...opts });
+        Object.assign(r, { trivialReqPerSec: trivialRun.reqPerSec, ratio: r.reqPerSec / trivialRun.reqPerSec });
+        if (r.bad > 0) notes.push(`${name}: ${r.bad} non-2xx or failed responses (${JSON.stringify(r.statusCodes)})`);
+        tp[name] = r;
+        return r;
+      });
+    const adaKeyId = ada.token.split("-")[0];
+    const adaNotification = inboxes.ada.notifications[0].id;
+    await pair("healthz", "Herald GET /healthz", { url: `${base}/healthz` });
+    await pair("authOnly", "GET /notifications/dispatch-methods (authentication only)", { url: `${base}/api/v2/notifications/dispatch-methods`, headers: header(ada) });
+    await pair("inbox", "GET /notifications/inbox (25 items)", { url: `${base}/api/v2/notifications/inbox`, headers: header(ada) });
+    await pair("me", "GET /users/me", { url: `${base}/api/v2/users/me`, headers: header(ada) });
+    // Cost probes: the same D1 database and inbox objects, from a handler doing only that one thing.
+    await pair("probeD1", "probe: one D1 point read", { url: `${helperUrl}/d1?key=${adaKeyId}` });
+    await pair("probeD1Batch", "probe: one D1 batch shaped like authentication's", { url: `${helperUrl}/d1-batch3?key=${adaKeyId}` });
+    await pair("probeDo", "probe: one RPC to an inbox object (point read)", { url: `${helperUrl}/do?user=${ada.id}&id=${adaNotification}` });
+    await pair("probeDoList", "probe: the inbox list RPC (25 items) as JSON, no auth", { url: `${helperUrl}/do-list?user=${ada.id}` });
+    const sortedTrivial = [...trivialRuns].sort((a, b) => a - b);
+    const trivial = sortedTrivial[Math.floor(sortedTrivial.length / 2)];
+    details.trivialRuns = trivialRuns;
+    details.throughput = tp;
+    details.envIdentity = await attempt("env identity", async () => (await fetch(`${helperUrl}/env`)).json());
+    if (sortedTrivial.at(-1) / sortedTrivial[0] > 1.3) {
+      notes.push(`The trivial baseline ranged ${Math.round(sortedTrivial[0])}–${Math.round(sortedTrivial.at(-1))} req/s during the run: the machine was busy; each ratio uses the trivial run just before it.`);
+    }
+
+    // --- latency (sequential) ---
+    const client = sequentialClient(base);
+    const lat = {};
+    lat.basics = await attempt("basic latencies", async () => {
+      log("latency: trivial Worker, authentication alone, probes");
+      const trivialClient = sequentialClient(trivialUrl);
+      const helper = sequentialClient(helperUrl);
+      try {
+        return {
+          trivial: await latency(trivialClient, { path: "/", samples: settings.latencySamples }),
+          authOnly: await latency(client, { path: "/api/v2/notifications/dispatch-methods", headers: header(ada), samples: settings.latencySamples }),
+          probeD1: await latency(helper, { path: `/d1?key=${adaKeyId}`, samples: settings.latencySamples }),
+          probeDo: await latency(helper, { path: `/do?user=${ada.id}&id=${adaNotification}`, samples: settings.latencySamples }),
+        };
+      } finally {
+        trivialClient.close();
+        helper.close();
+      }
+    });
+    lat.list = await attempt("inbox list latency", async () => {
+      log(`latency: inbox list at ${settings.smallInbox} and at ${settings.bigInbox.toLocaleString("en-US")} notifications, alternating`);
+      const path_ = "/api/v2/notifications/inbox";
+      const both = await interleavedLatency(client, { at100: { path: path_, headers: header(small) }, atBig: { path: path_, headers: header(big) } }, { samples: settings.latencySamples });
+      const unread = await latency(client, { path: `${path_}?read_status=unread`, headers: header(big), samples: settings.latencySamples });
+      // Filters that match nothing make the object walk the whole (created_at, id) index: context, not a target.
+      const templatesNone = await latency(client, { path: `${path_}?templates=${crypto.randomUUID()}`, headers: header(big), samples: 30, warmup: 2, maxSeconds: 15 });
+      const targetsNone = await latency(client, { path: `${path_}?targets=${crypto.randomUUID()}`, headers: header(big), samples: 30, warmup: 2, maxSeconds: 15 });
+      return { ...both, unread, templatesNone, targetsNone };
+    });
+    lat.authcheck = await attempt("authcheck latency", async () => {
+      log("latency: POST /authcheck with 100 checks");
+      const body = authcheckBody(small, ada, env.organizationId, inboxes.small.notifications[0].id);
+      const answer = await api(base, "POST", "/authcheck", { token: small.token, body });
+      if (Object.keys(answer).length !== settings.authChecks) throw new Error(`authcheck answered ${JSON.stringify(answer).slice(0, 200)}`);
+      const allowed = Object.values(answer).filter(Boolean).length;
+      const withoutIds = { checks: Object.fromEntries(Object.entries(body.checks).map(([k, v]) => [k, { action: v.action, object: { ...v.object, resource_id: undefined } }])) };
+      return {
+        answer: { allowed, denied: settings.authChecks - allowed },
+        withLookups: await latency(client, { method: "POST", path: "/api/v2/authcheck", headers: header(small), body, samples: settings.latencySamples }),
+        withoutLookups: await latency(client, { method: "POST", path: "/api/v2/authcheck", headers: header(small), body: withoutIds, samples: settings.latencySamples }),
+      };
+    });
+    lat.login = await attempt("login latency", async () => {
+      log(`latency: POST /users/login (argon2id); the login rate limits are raised to ${BENCH_RATE_LIMIT} per period for the bench`);
+      return {
+        known: await latency(client, { method: "POST", path: "/api/v2/users/login", body: { email: ada.email, password: PASSWORD }, samples: settings.loginSamples, warmup: 3, maxSeconds: 20 }),
+        unknownEmail: await latency(client, {
+          method: "POST",
+          path: "/api/v2/users/login",
+          body: { email: "nobody@bench.example.com", password: PASSWORD },
+          samples: Math.min(20, settings.loginSamples),
+          warmup: 2,
+          maxSeconds: 10,
+          expect: (s) => s === 401,
+        }),
+      };
+    });
+    lat.watch = await attempt("watch latency", async () => {
+      log(`latency: watch delivery, ${settings.watchSamples} custom notifications one after another`);
+      const w = await watchLatency({ base, client, token: watcher.token, samples: settings.watchSamples });
+      if (w.missed > 0) notes.push(`watch: ${w.missed} notifications never reached the socket within 5 s`);
+      if (w.badPosts > 0) notes.push(`watch: ${w.badPosts} POST /notifications/custom failed (${w.lastBad})`);
+      return w;
+    });
+    client.close();
+    details.latency = lat;
+    for (const [group, set] of Object.entries(lat)) {
+      for (const [name, r] of Object.entries(set ?? {})) {
+        if (r && typeof r === "object" && r.bad > 0) notes.push(`${group}.${name}: ${r.bad} unexpected statuses (last: ${r.lastBad})`);
+      }
+    }
+
+    // --- the table ---
+    const rows = [];
+    const add = (row) => rows.push(row);
+    const value = (get) => {
+      try {
+        const v = get();
+        return typeof v === "number" && Number.isFinite(v) ? v : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    const row = (id, label, get, unit, target, passes) => {
+      const v = value(get);
+      add({ id, label, value: v, unit, error: v === undefined, ...(target ? { target: { text: target }, pass: v !== undefined && passes(v) } : {}) });
+    };
+    row("trivial_rps", `trivial Worker (baseline, median of ${trivialRuns.length} runs)`, () => trivial, "req/s");
+    row("healthz_ratio", "Herald GET /healthz vs trivial (no I/O)", () => tp.healthz.ratio, "%");
+    row("auth_only_ratio", "GET /notifications/dispatch-methods vs trivial (auth only)", () => tp.authOnly.ratio, "%");
+    row("probe_d1_ratio", "probe: handler with one D1 point read vs trivial", () => tp.probeD1.ratio, "%");
+    row("probe_d1_batch_ratio", "probe: handler with one 3-statement D1 batch vs trivial", () => tp.probeD1Batch.ratio, "%");
+    row("probe_do_ratio", "probe: handler with one inbox-object RPC vs trivial", () => tp.probeDo.ratio, "%");
+    row("probe_do_list_ratio", "probe: handler with the inbox list RPC (25 items) vs trivial", () => tp.probeDoList.ratio, "%");
+    row("inbox_rps", "GET /notifications/inbox (25 items)", () => tp.inbox.reqPerSec, "req/s");
+    row("inbox_ratio", "  … vs trivial", () => tp.inbox.ratio, "%", "≥ 25% of trivial", (v) => v >= 0.25);
+    row("me_rps", "GET /users/me", () => tp.me.reqPerSec, "req/s", "≥ 1,500 req/s", (v) => v >= 1500);
+    row("me_ratio", "  … vs trivial", () => tp.me.ratio, "%");
+    const watchOk = lat.watch?.missed === 0;
+    row("watch_p50", "watch: custom notification → frame, p50", () => lat.watch.p50, "ms", "≤ 10 ms", (v) => v <= 10 && watchOk);
+    row("watch_p99", "watch: custom notification → frame, p99", () => lat.watch.p99, "ms", "≤ 50 ms", (v) => v <= 50 && watchOk);
+    row("watch_post_p50", "  (POST /notifications/custom answered, p50)", () => lat.watch.post.p50, "ms");
+    row("trivial_p50", "trivial Worker request, p50 (sequential)", () => lat.basics.trivial.p50, "ms");
+    row("auth_only_p50", "authentication alone (dispatch-methods), p50", () => lat.basics.authOnly.p50, "ms");
+    row("probe_d1_p50", "probe: one D1 point read, p50", () => lat.basics.probeD1.p50, "ms");
+    row("probe_do_p50", "probe: one inbox-object RPC, p50", () => lat.basics.probeDo.p50, "ms");
+    row("list_100_p50", `inbox list p50, ${settings.smallInbox} notifications`, () => lat.list.at100.p50, "ms");
+    row("list_big_p50", `inbox list p50, ${settings.bigInbox.toLocaleString("en-US")} notifications`, () => lat.list.atBig.p50, "ms");
+    row("list_ratio", `  … ratio ${settings.bigInbox.toLocaleString("en-US")} / ${settings.smallInbox}`, () => lat.list.atBig.p50 / lat.list.at100.p50, "x", "≤ 1.5×", (v) => v <= 1.5);
+    row("list_big_unread_p50", "  … big, read_status=unread, p50", () => lat.list.unread.p50, "ms");
+    row("list_big_templates_none_p50", "  … big, templates filter matching nothing, p50", () => lat.list.templatesNone.p50, "ms");
+    row("list_big_targets_none_p50", "  … big, targets filter matching nothing, p50", () => lat.list.targetsNone.p50, "ms");
+    row("authcheck_p50", "POST /authcheck, 100 checks (40 name a resource), p50", () => lat.authcheck.withLookups.p50, "ms", "≤ 5 ms", (v) => v <= 5);
+    row("authcheck_no_lookup_p50", "  … same checks without resource_id, p50", () => lat.authcheck.withoutLookups.p50, "ms");
+    row("login_p50", "POST /users/login (argon2id), p50", () => lat.login.known.p50, "ms", "≤ 80 ms", (v) => v <= 80);
+    row("login_unknown_p50", "  … unknown e-mail (dummy hash), p50", () => lat.login.unknownEmail.p50, "ms");
+    const gzipKiB = env.size.gzipKiB ?? env.gz.gzipKiB;
+    row("bundle_gzip", `bundle, gzip (${env.size.gzipKiB === undefined ? "own gzip of the modules" : "wrangler's report"})`, () => gzipKiB, "KiB", "≤ 500 KiB", (v) => v <= 500);
+    row("deliver_rate", "deliver RPC into one inbox (seeding, context)", () => env.realDeliveries.perSecond, "/s");
+    printTable(rows);
+
+    notes.push(
+      `Login rate limits (LOGIN_IP_LIMITER 20/min, LOGIN_ACCOUNT_LIMITER 10/min in wrangler.toml) were raised to ${BENCH_RATE_LIMIT} per period in the bench's miniflare options only.`,
+      "Vars come from wrangler.toml only (a local .dev.vars is ignored); SECRET_KEY is generated for the run. The every-minute cron trigger is not registered, so it cannot fire mid-measurement.",
+      "POST /notifications/custom also enqueues an e-mail copy (NOTIFICATIONS_METHOD=smtp, no EMAIL_SMARTHOST): the queue consumer records it as a permanent failure while the watch is measured, as it would in this configuration.",
+      `Throughput: autocannon, ${settings.connections} connections, ${settings.durationS} s per measurement after a 1 s warm-up, from the Node process that hosts miniflare, on the same machine as workerd. Latency: one keep-alive connection, sequential requests, timed in microseconds.`,
+    );
+    if (details.envIdentity) {
+      const { newEnv, sameEnv } = details.envIdentity;
+      notes.push(`The runtime handed ${newEnv === 1 ? "the same env object to every request" : `${newEnv} distinct env objects to ${newEnv + sameEnv} requests`} (checked in the helper Worker): per-isolate caches keyed on env hold.`);
+    }
+    if (diagnostics.withoutQueueConsumer) notes.push("DIAGNOSTIC RUN: the queue consumer was not registered (BENCH_WITHOUT_QUEUE_CONSUMER=1); e-mail copies stayed queued.");
+    if (diagnostics.tmpdir) notes.push(`DIAGNOSTIC RUN: state lived under BENCH_TMPDIR=${diagnostics.tmpdir}.`);
+    for (const n of notes) console.log(`note: ${n}`);
+
+    const file = path.join(root, "bench", "results.json");
+    writeResults(file, {
+      date: new Date().toISOString(),
+      machine: machineInfo(versions),
+      code: env.code,
+      settings,
+      diagnostics,
+      bundle: { wrangler: env.size, own_gzip_of_modules: env.gz },
+      results: rows.map(({ id, label, value: v, unit, target, pass }) => ({ id, label: label.trim(), value: v ?? null, unit, target: target?.text ?? null, pass: target ? pass : null })),
+      details,
+      notes,
+    });
+    const missed = rows.filter((r) => r.target && !r.pass).length;
+    const { commit, uncommitted_changes: changes, bundle_sha256: bundle } = env.code;
+    log(`measured commit ${commit}${changes.length > 0 ? ` plus ${changes.length} uncommitted change(s) under src/ and config` : ""}, bundle ${bundle}`);
+    log(`wrote ${path.relative(root, file)}; ${missed} target(s) missed`);
+  } finally {
+    await cleanup();
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(`[bench] the harness could not run: ${error?.stack ?? error}`);
+    process.exit(1);
+  },
+);

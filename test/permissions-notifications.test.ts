@@ -1,0 +1,456 @@
+/**
+ * The permission matrix of SPEC §5 for the endpoints added after the account/auth ones (test/permissions.test.ts has
+ * those): the inbox (N3–N6), notifications (N1, N2, N7–N13, GET /notifications/messages), login conversion (A7), and
+ * the public password-reset and sign-in endpoints, which must answer the same whoever calls. Every line is one
+ * endpoint acting on one kind of target, every column one kind of caller; each cell is its own test, which also checks
+ * that a refused request (and an allowed read) changed nothing — in D1 and in the caller's and target's inboxes — and
+ * that an allowed write did change something.
+ *
+ * Targets: `self` is the caller (`/users/me/...`, or its own notification), `member` another plain member (or that
+ * member's notification), `owner` another owner, `—` none. Nothing here deletes or demotes anyone, so every cell shares
+ * the same callers and targets; writes that need an object (an unread notification to mark) get a fresh one per cell.
+ *
+ * The notifier is never paused here (test/delivery.test.ts owns it and the peers). Background delivery of what a cell
+ * enqueued is waited out before the next cell, and notification_messages is compared on its enqueue-time columns only.
+ */
+import { env, exports } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { TEMPLATE_IDS } from "../src/notifications/templates";
+import { BASE, call, expectError, json, login, owner } from "./helpers";
+import { deliver, inbox } from "./inbox-helpers";
+
+// ---------------------------------------------------------------------------------------------------------------
+// Callers
+// ---------------------------------------------------------------------------------------------------------------
+
+const ACTORS = [
+  "anonymous",
+  "owner",
+  "user-admin",
+  "auditor",
+  "member",
+  "system user",
+  "member token [user:read]",
+  "owner token [user:read]",
+  "member token [inbox_notification:*]",
+] as const;
+type ActorName = (typeof ACTORS)[number];
+type CallerName = Exclude<ActorName, "anonymous">;
+const CALLERS = ACTORS.filter((a): a is CallerName => a !== "anonymous");
+
+interface Account {
+  id: string;
+  username: string;
+  email: string;
+  password: string;
+}
+
+interface Principal extends Account {
+  /** The credential the caller acts with. */
+  token: string;
+}
+
+let adminToken = "";
+
+async function newAccount(roles: readonly string[] = []): Promise<Account> {
+  const username = `acct-${crypto.randomUUID().slice(0, 13)}`;
+  const email = `${username}@herald.test`;
+  const password = `Tr0ubadour-${crypto.randomUUID()}`;
+  const res = await call("POST", "/users", { token: adminToken, body: { email, username, password } });
+  expect(res.status).toBe(201);
+  const { id } = await json<{ id: string }>(res);
+  if (roles.length > 0) expect((await call("PUT", `/users/${id}/roles`, { token: adminToken, body: { roles } })).status).toBe(200);
+  return { id, username, email, password };
+}
+
+async function signedIn(roles: readonly string[]): Promise<Principal> {
+  const account = await newAccount(roles);
+  return { ...account, token: await login(account.email, account.password) };
+}
+
+/** A token narrowed to `scopes`: its effective permission is its user's roles ∩ those scopes (SPEC A1). */
+async function scopedToken(roles: readonly string[], scopes: readonly string[]): Promise<Principal> {
+  const user = await signedIn(roles);
+  const res = await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "scoped", scopes } });
+  expect(res.status).toBe(201);
+  return { ...user, token: (await json<{ key: string }>(res)).key };
+}
+
+/** A service account acting through an all-scope API token the admin minted for it. */
+async function serviceAccount(): Promise<Principal> {
+  const username = `svc-${crypto.randomUUID().slice(0, 13)}`;
+  const email = `${username}@herald.test`;
+  const res = await call("POST", "/users", { token: adminToken, body: { username, email, service_account: true } });
+  expect(res.status).toBe(201);
+  const { id } = await json<{ id: string }>(res);
+  const key = await call("POST", `/users/${id}/keys/tokens`, { token: adminToken, body: { token_name: "svc" } });
+  expect(key.status).toBe(201);
+  return { id, username, email, password: "any-password-at-all-42", token: (await json<{ key: string }>(key)).key };
+}
+
+const MAKE_ACTOR: Record<CallerName, () => Promise<Principal>> = {
+  owner: () => signedIn(["owner"]),
+  "user-admin": () => signedIn(["user-admin"]),
+  auditor: () => signedIn(["auditor"]),
+  member: () => signedIn([]),
+  "system user": serviceAccount,
+  "member token [user:read]": () => scopedToken([], ["user:read"]),
+  "owner token [user:read]": () => scopedToken(["owner"], ["user:read"]),
+  "member token [inbox_notification:*]": () => scopedToken([], ["inbox_notification:*"]),
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Operations
+// ---------------------------------------------------------------------------------------------------------------
+
+type Target = "—" | "self" | "member" | "owner";
+
+interface Case {
+  actor: Principal | undefined;
+  target: Account | undefined;
+  /** `{user}` as it goes into the path: `me` for self, else the target's id. */
+  ref: string;
+  /** `{id}` of N6: a fresh unread notification of the caller (self) or of the target. */
+  notificationId: string;
+}
+
+interface Operation {
+  title: string;
+  method: "GET" | "POST" | "PUT";
+  path: (c: Case) => string;
+  body?: (c: Case) => unknown;
+  headers?: Record<string, string>;
+  /** Even success writes nothing (or, for N8's 304, nothing changes). */
+  readOnly?: boolean;
+  arrange?: (c: Case) => Promise<Partial<Case>>;
+}
+
+/** An unread notification in `userId`'s inbox, so that marking it (or everything) read would show. */
+async function unreadFor(userId: string): Promise<string> {
+  return (await deliver(userId, { title: "matrix" })).id;
+}
+
+const NOBODY = "nobody-at-all@nowhere.herald.test";
+
+const op = {
+  dispatchMethods: { title: "N2 GET /notifications/dispatch-methods", method: "GET", path: () => "/notifications/dispatch-methods", readOnly: true },
+  getSettings: { title: "N7 GET /notifications/settings", method: "GET", path: () => "/notifications/settings", readOnly: true },
+  putSettings: {
+    title: "N8 PUT /notifications/settings (current value)",
+    method: "PUT",
+    path: () => "/notifications/settings",
+    // The value it already has: the owner gets a 304 and nothing changes; the notifier is never paused from here.
+    body: () => ({ notifier_paused: false }),
+    readOnly: true,
+  },
+  templatesSystem: { title: "N10 GET /notifications/templates/system", method: "GET", path: () => "/notifications/templates/system", readOnly: true },
+  templatesCustom: { title: "N9 GET /notifications/templates/custom", method: "GET", path: () => "/notifications/templates/custom", readOnly: true },
+  sendTest: { title: "N11 POST /notifications/test", method: "POST", path: () => "/notifications/test" },
+  listMessages: { title: "GET /notifications/messages", method: "GET", path: () => "/notifications/messages", readOnly: true },
+  sendCustom: {
+    title: "N1 POST /notifications/custom",
+    method: "POST",
+    path: () => "/notifications/custom",
+    body: () => ({ content: { title: "Matrix", message: "a cell of the permission matrix" } }),
+  },
+  listInbox: { title: "N3 GET /notifications/inbox", method: "GET", path: () => "/notifications/inbox", readOnly: true },
+  markAllRead: {
+    title: "N4 PUT /notifications/inbox/mark-all-as-read",
+    method: "PUT",
+    path: () => "/notifications/inbox/mark-all-as-read",
+    arrange: async (c) => {
+      if (c.actor) await unreadFor(c.actor.id);
+      return {};
+    },
+  },
+  watch: { title: "N5 GET /notifications/inbox/watch (upgrade)", method: "GET", path: () => "/notifications/inbox/watch", headers: { Upgrade: "websocket" }, readOnly: true },
+  readStatus: {
+    title: "N6 PUT /notifications/inbox/{id}/read-status",
+    method: "PUT",
+    path: (c) => `/notifications/inbox/${c.notificationId}/read-status`,
+    body: () => ({ is_read: true }),
+    arrange: async (c) => {
+      const holder = c.ref === "me" ? c.actor : c.target;
+      return holder ? { notificationId: await unreadFor(holder.id) } : {};
+    },
+  },
+  getPrefs: { title: "N12 GET /users/{user}/notifications/preferences", method: "GET", path: (c) => `/users/${c.ref}/notifications/preferences`, readOnly: true },
+  putPrefs: {
+    title: "N13 PUT /users/{user}/notifications/preferences",
+    method: "PUT",
+    path: (c) => `/users/${c.ref}/notifications/preferences`,
+    // Keeps the Test Notification enabled: harmless to every later cell, but still an upsert (a row, an audit entry).
+    body: () => ({ template_disabled_map: { [TEMPLATE_IDS.test]: false } }),
+  },
+  convertLogin: {
+    title: "A7 POST /users/{user}/convert-login (the user's own password)",
+    method: "POST",
+    path: (c) => `/users/${c.ref}/convert-login`,
+    body: (c) => ({ password: (c.ref === "me" ? c.actor : c.target)?.password ?? "", to_type: "oidc" }),
+  },
+  otpRequest: {
+    title: "A5 POST /users/otp/request (nobody's e-mail)",
+    method: "POST",
+    path: () => "/users/otp/request",
+    body: () => ({ email: NOBODY }),
+    readOnly: true,
+  },
+  otpChange: {
+    title: "A4 POST /users/otp/change-password (nobody's e-mail)",
+    method: "POST",
+    path: () => "/users/otp/change-password",
+    body: () => ({ email: NOBODY, one_time_passcode: crypto.randomUUID(), password: "quartz-meadow-lantern-5119" }),
+    readOnly: true,
+  },
+  oidcStart: { title: "GET /users/oidc/callback (start)", method: "GET", path: () => "/users/oidc/callback", readOnly: true },
+  githubStart: { title: "GET /users/oauth2/github/callback (start)", method: "GET", path: () => "/users/oauth2/github/callback", readOnly: true },
+} as const satisfies Record<string, Operation>;
+
+// ---------------------------------------------------------------------------------------------------------------
+// The matrix
+// ---------------------------------------------------------------------------------------------------------------
+
+/** Expected status per caller, in ACTORS order. */
+type Cells = readonly [number, number, number, number, number, number, number, number, number];
+type Line = readonly [Operation, Target, Cells];
+
+/*
+ * Why the cells are what they are (SPEC §4 and §5, §2's "invisible → 404"):
+ * - N2 and N7 only need a signed-in caller; they check no resource, so any token, however narrow, reads them.
+ * - N8, N11 and the message log are the owner's: update deployment_config, site-wide create/read notification_message.
+ *   Everyone else — auditors, who may read deployment_config, included — gets 403. The owner's N8 with the value the
+ *   setting already has is a 304.
+ * - N9/N10: notification_template read, which every site role has; a token without that scope does not.
+ * - N1: notification_message create on one's own; system users are denied it (403 with its own detail, checked below).
+ * - The inbox (N3–N6) is only ever the caller's own: inbox_notification read/update on owned objects. Another user's
+ *   notification id is simply not in the caller's inbox (404) — for an owner too. A token needs inbox_notification.
+ * - N12/N13: the user themself or an owner (notification_preference on the user's objects). A user the caller cannot
+ *   read is 404 first; one it can read but whose preferences it may not touch is 403 (user-admins, auditors, an
+ *   owner's user:read token). A token needs notification_preference to touch even its own user's.
+ * - A7: only the user themself (others visible → 403, invisible → 404), and only a password user (a system user → 400).
+ *   Converting the login type is an update of the user (update_personal, like PUT /users/me/password), so a token
+ *   narrowed to other scopes may not start one (403) — SPEC A1: a key's permission is its roles ∩ its scopes.
+ *   (Currently those three cells fail with 201: the route checks no permission at all.)
+ * - A4, A5 and the callbacks are public: whatever credential comes along, the answer is the same.
+ */
+const MATRIX: readonly Line[] = [
+  //                                 anon  owner u-adm audit member system m:read o:read m:inbox
+  [op.dispatchMethods, "—",         [401,  200,  200,  200,  200,   200,   200,   200,   200]],
+  [op.getSettings,     "—",         [401,  200,  200,  200,  200,   200,   200,   200,   200]],
+  [op.putSettings,     "—",         [401,  304,  403,  403,  403,   403,   403,   403,   403]],
+  [op.templatesSystem, "—",         [401,  200,  200,  200,  200,   200,   403,   403,   403]],
+  [op.templatesCustom, "—",         [401,  200,  200,  200,  200,   200,   403,   403,   403]],
+  [op.sendTest,        "—",         [401,  200,  403,  403,  403,   403,   403,   403,   403]],
+  [op.listMessages,    "—",         [401,  200,  403,  403,  403,   403,   403,   403,   403]],
+  [op.sendCustom,      "—",         [401,  204,  204,  204,  204,   403,   403,   403,   403]],
+  [op.listInbox,       "self",      [401,  200,  200,  200,  200,   200,   403,   403,   200]],
+  [op.markAllRead,     "self",      [401,  204,  204,  204,  204,   204,   403,   403,   204]],
+  [op.watch,           "self",      [401,  101,  101,  101,  101,   101,   403,   403,   101]],
+  [op.readStatus,      "self",      [401,  200,  200,  200,  200,   200,   403,   403,   200]],
+  [op.readStatus,      "member",    [401,  404,  404,  404,  404,   404,   403,   403,   404]],
+  [op.getPrefs,        "self",      [401,  200,  200,  200,  200,   200,   403,   403,   403]],
+  [op.getPrefs,        "member",    [401,  200,  403,  403,  404,   404,   404,   403,   404]],
+  [op.getPrefs,        "owner",     [401,  200,  403,  403,  404,   404,   404,   403,   404]],
+  [op.putPrefs,        "self",      [401,  200,  200,  200,  200,   200,   403,   403,   403]],
+  [op.putPrefs,        "member",    [401,  200,  403,  403,  404,   404,   404,   403,   404]],
+  [op.putPrefs,        "owner",     [401,  200,  403,  403,  404,   404,   404,   403,   404]],
+  [op.convertLogin,    "self",      [401,  201,  201,  201,  201,   400,   403,   403,   403]],
+  [op.convertLogin,    "member",    [401,  403,  403,  403,  404,   404,   404,   403,   404]],
+  [op.convertLogin,    "owner",     [401,  403,  403,  403,  404,   404,   404,   403,   404]],
+  [op.otpRequest,      "—",         [204,  204,  204,  204,  204,   204,   204,   204,   204]],
+  [op.otpChange,       "—",         [400,  400,  400,  400,  400,   400,   400,   400,   400]],
+  [op.oidcStart,       "—",         [302,  302,  302,  302,  302,   302,   302,   302,   302]],
+  [op.githubStart,     "—",         [302,  302,  302,  302,  302,   302,   302,   302,   302]],
+];
+
+// ---------------------------------------------------------------------------------------------------------------
+// Running it
+// ---------------------------------------------------------------------------------------------------------------
+
+const TABLE_QUERIES = {
+  users: "SELECT * FROM users ORDER BY rowid",
+  api_keys: "SELECT * FROM api_keys ORDER BY rowid",
+  audit_logs: "SELECT * FROM audit_logs ORDER BY rowid",
+  notification_preferences: "SELECT * FROM notification_preferences ORDER BY rowid",
+  site_config: "SELECT * FROM site_config ORDER BY rowid",
+  one_time_passcodes: "SELECT * FROM one_time_passcodes ORDER BY rowid",
+  login_conversions: "SELECT * FROM login_conversions ORDER BY rowid",
+  user_links: "SELECT * FROM user_links ORDER BY rowid",
+  // Delivery updates status, attempts, timestamps and payload in the background: only what enqueueing fixed counts.
+  notification_messages:
+    "SELECT id, notification_id, template_id, user_id, method, created_by, created_at, targets FROM notification_messages ORDER BY rowid",
+} as const;
+const TABLE_NAMES = Object.keys(TABLE_QUERIES) as (keyof typeof TABLE_QUERIES)[];
+
+/** D1 plus the inboxes of the given users, read from their objects directly (narrow tokens cannot read them). */
+async function snapshot(inboxOwners: readonly string[]): Promise<Record<string, unknown>> {
+  const [results, inboxes] = await Promise.all([
+    env.DB.batch(TABLE_NAMES.map((t) => env.DB.prepare(TABLE_QUERIES[t]))),
+    Promise.all(inboxOwners.map((id) => inbox(id).list({ targets: [], templates: [], readStatus: "all" }, undefined, 100))),
+  ]);
+  return { ...Object.fromEntries(TABLE_NAMES.map((t, i) => [t, results[i]?.results ?? []])), inboxes };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Waits for background notification work: no inbox copy pending or leased (it would land in an inbox mid-cell) and,
+ * with `stableFor`, no new message rows for that many polls (account notices are enqueued after the response).
+ */
+async function quiesce(stableFor = 0, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = -1;
+  let stable = 0;
+  while (Date.now() < deadline) {
+    const row = await env.DB.prepare(
+      "SELECT count(*) AS n, coalesce(sum(method = 'inbox' AND status IN ('pending', 'leased')), 0) AS busy FROM notification_messages",
+    ).first<{ n: number; busy: number }>();
+    const n = row?.n ?? 0;
+    stable = row?.busy === 0 && (stableFor === 0 || n === last) ? stable + 1 : 0;
+    if (stable > stableFor) return;
+    last = n;
+    await sleep(30);
+  }
+  throw new Error("background notification work did not settle");
+}
+
+/** Like `call`, but a redirect is answered, not followed (the callbacks start with a 302 to the provider). */
+function request(method: string, path: string, options: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<Response> {
+  const headers = new Headers(options.headers);
+  if (options.token) headers.set("Service-Session-Token", options.token);
+  if (options.body !== undefined) headers.set("Content-Type", "application/json");
+  headers.set("CF-Connecting-IP", `10.2.${Math.floor(Math.random() * 255)}.${Math.floor(Math.random() * 255)}`);
+  const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+  return exports.default.fetch(new Request(`${BASE}/api/v2${path}`, { method, headers, body, redirect: "manual" }));
+}
+
+let shared: { actors: Record<CallerName, Principal>; member: Account; owner: Account };
+
+beforeAll(async () => {
+  adminToken = (await owner()).token;
+  const principals = await Promise.all(CALLERS.map((name) => MAKE_ACTOR[name]()));
+  const [member, ownerTarget] = await Promise.all([newAccount(), newAccount(["owner"])]);
+  shared = {
+    actors: Object.fromEntries(CALLERS.map((name, i) => [name, principals[i]])) as Record<CallerName, Principal>,
+    member,
+    owner: ownerTarget,
+  };
+  // Each account above notified the owners and user-admins after its response; let all of that land first.
+  await quiesce(4);
+});
+
+async function arrange(operation: Operation, target: Target, actorName: ActorName): Promise<Case> {
+  const actor = actorName === "anonymous" ? undefined : shared.actors[actorName];
+  const account = target === "member" ? shared.member : target === "owner" ? shared.owner : undefined;
+  const c: Case = { actor, target: account, ref: target === "self" ? "me" : (account?.id ?? ""), notificationId: crypto.randomUUID() };
+  return { ...c, ...(await operation.arrange?.(c)) };
+}
+
+describe("permission matrix (SPEC §4, §5)", () => {
+  for (const [operation, target, cells] of MATRIX) {
+    describe(`${operation.title} on ${target}`, () => {
+      ACTORS.forEach((actorName, column) => {
+        const expected = cells[column];
+        if (expected === undefined) return;
+        it(`as ${actorName} → ${expected}`, async () => {
+          await quiesce();
+          const c = await arrange(operation, target, actorName);
+          const inboxes = [c.actor?.id, c.target?.id].filter((id): id is string => id !== undefined);
+          const before = await snapshot(inboxes);
+          const body = operation.body?.(c);
+          const res = await request(operation.method, operation.path(c), {
+            token: c.actor?.token,
+            headers: operation.headers,
+            ...(body === undefined ? {} : { body }),
+          });
+          if (res.webSocket) {
+            res.webSocket.accept();
+            res.webSocket.close(1000, "matrix cell done");
+          }
+          if (expected >= 400) await expectError(res, expected);
+          else expect(res.status, res.webSocket ? "a WebSocket" : await res.clone().text()).toBe(expected);
+          const after = await snapshot(inboxes);
+          if (expected >= 400 || operation.readOnly) expect(after, "a refused request or a read changed state").toEqual(before);
+          else expect(after, "an allowed write changed nothing").not.toEqual(before);
+        });
+      });
+    });
+  }
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// The same rules, asked differently
+// ---------------------------------------------------------------------------------------------------------------
+
+describe("documented answers", () => {
+  it("N1 from a system user → 403 Forbidden with the documented detail, nothing enqueued", async () => {
+    await quiesce();
+    const before = await snapshot([]);
+    const body = await expectError(
+      await request("POST", "/notifications/custom", { token: shared.actors["system user"].token, body: { content: { title: "hi" } } }),
+      403,
+      "Forbidden",
+    );
+    expect(body.detail).toBe("System users cannot send custom notifications.");
+    expect(await snapshot([])).toEqual(before);
+  });
+
+  it("N8 from the owner with the current value → 304 without a body; N11 → 200 without a body", async () => {
+    const owner = shared.actors.owner;
+    const unchanged = await request("PUT", "/notifications/settings", { token: owner.token, body: { notifier_paused: false } });
+    expect(unchanged.status).toBe(304);
+    expect(await unchanged.text()).toBe("");
+    const test = await request("POST", "/notifications/test", { token: owner.token });
+    expect(test.status).toBe(200);
+    expect(await test.text()).toBe("");
+    await quiesce();
+  });
+
+  it("N12/N13: an owner sees and changes another user's preferences, and the user sees the change", async () => {
+    const { owner: admin, member } = shared.actors;
+    const res = await request("PUT", `/users/${member.id}/notifications/preferences`, {
+      token: admin.token,
+      body: { template_disabled_map: { [TEMPLATE_IDS.userCreated]: true } },
+    });
+    expect(res.status).toBe(200);
+    const own = await json<{ id: string; disabled: boolean }[]>(await request("GET", "/users/me/notifications/preferences", { token: member.token }));
+    expect(own).toEqual(expect.arrayContaining([expect.objectContaining({ id: TEMPLATE_IDS.userCreated, disabled: true })]));
+  });
+});
+
+describe("POST /authcheck agrees with the matrix", () => {
+  const checks = (): Record<string, { action: string; object: Record<string, unknown> }> => ({
+    readOwnInbox: { action: "read", object: { resource_type: "inbox_notification", owner_id: "me" } },
+    updateOwnInbox: { action: "update", object: { resource_type: "inbox_notification", owner_id: "me" } },
+    readOwnPreferences: { action: "read", object: { resource_type: "notification_preference", owner_id: "me" } },
+    updateOthersPreferences: { action: "update", object: { resource_type: "notification_preference", owner_id: shared.member.id } },
+    sendCustom: { action: "create", object: { resource_type: "notification_message", owner_id: "me" } },
+    sendTest: { action: "create", object: { resource_type: "notification_message" } },
+    readMessages: { action: "read", object: { resource_type: "notification_message" } },
+    readTemplates: { action: "read", object: { resource_type: "notification_template" } },
+    updateSettings: { action: "update", object: { resource_type: "deployment_config" } },
+    convertOwnLogin: { action: "update_personal", object: { resource_type: "user", owner_id: "me" } },
+  });
+  type Verdicts = readonly [boolean, boolean, boolean, boolean, boolean, boolean, boolean, boolean];
+  const EXPECTED: Record<keyof ReturnType<typeof checks>, Verdicts> = {
+    //                          owner  u-adm  audit  member system m:read o:read m:inbox
+    readOwnInbox:            [true,  true,  true,  true,  true,  false, false, true],
+    updateOwnInbox:          [true,  true,  true,  true,  true,  false, false, true],
+    readOwnPreferences:      [true,  true,  true,  true,  true,  false, false, false],
+    updateOthersPreferences: [true,  false, false, false, false, false, false, false],
+    sendCustom:              [true,  true,  true,  true,  false, false, false, false],
+    sendTest:                [true,  false, false, false, false, false, false, false],
+    readMessages:            [true,  false, false, false, false, false, false, false],
+    readTemplates:           [true,  true,  true,  true,  true,  false, false, false],
+    updateSettings:          [true,  false, false, false, false, false, false, false],
+    convertOwnLogin:         [true,  true,  true,  true,  true,  false, false, false],
+  };
+  CALLERS.forEach((actorName, i) => {
+    it(`as ${actorName}`, async () => {
+      const res = await request("POST", "/authcheck", { token: shared.actors[actorName].token, body: { checks: checks() } });
+      expect(res.status).toBe(200);
+      const expected = Object.fromEntries(Object.entries(EXPECTED).map(([key, verdicts]) => [key, verdicts[i]]));
+      expect(await json(res)).toEqual(expected);
+    });
+  });
+});
