@@ -186,3 +186,25 @@ describe("GET /notifications/messages (admin view)", () => {
     await expectError(await call("GET", "/notifications/messages?status=lost", { token: admin.token }), 400);
   });
 });
+
+describe("no SMTP configured", () => {
+  it("records the e-mail copy as a permanent failure at once instead of queueing it", async () => {
+    const { createExecutionContext, waitOnExecutionContext } = await import("cloudflare:test");
+    const { app } = await import("../src/app");
+    const user = await createUser();
+    const ctx = createExecutionContext();
+    const res = await app.fetch(
+      new Request("http://localhost/api/v2/notifications/custom", {
+        method: "POST",
+        headers: { "Service-Session-Token": user.token, "Content-Type": "application/json" },
+        body: JSON.stringify({ content: { title: "no smarthost" } }),
+      }),
+      { ...env, EMAIL_SMARTHOST: "" },
+      ctx,
+    );
+    await waitOnExecutionContext(ctx);
+    expect(res.status).toBe(204);
+    const smtp = (await messages(user.id)).find((r) => r.method === "smtp");
+    expect(smtp).toMatchObject({ status: "permanent_failure", status_reason: "e-mail delivery is not configured (EMAIL_SMARTHOST)" });
+  });
+});

@@ -43,8 +43,22 @@ export class UserInbox extends DurableObject<Env> {
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
   }
 
+  /** The counter is read once per object lifetime, then kept beside the SQLite row it mirrors. */
+  private unread: number | undefined;
+
   private unreadCount(): number {
-    return this.db.select({ value: inboxCounters.value }).from(inboxCounters).where(eq(inboxCounters.name, UNREAD)).get()?.value ?? 0;
+    this.unread ??= this.db.select({ value: inboxCounters.value }).from(inboxCounters).where(eq(inboxCounters.name, UNREAD)).get()?.value ?? 0;
+    return this.unread;
+  }
+
+  /** A transaction whose failure also drops the in-memory counter (SQLite rolled back; memory must not lie). */
+  private transact<T>(work: () => T): T {
+    try {
+      return this.ctx.storage.transactionSync(work);
+    } catch (error) {
+      this.unread = undefined;
+      throw error;
+    }
   }
 
   private addUnread(delta: number): number {
@@ -54,6 +68,7 @@ export class UserInbox extends DurableObject<Env> {
   }
 
   private setUnread(value: number): void {
+    this.unread = value;
     this.db
       .insert(inboxCounters)
       .values({ name: UNREAD, value })
@@ -66,7 +81,7 @@ export class UserInbox extends DurableObject<Env> {
    * row, stores nothing and pushes nothing.
    */
   deliver(delivery: InboxDelivery): { stored: boolean; unreadCount: number } {
-    const result = this.ctx.storage.transactionSync(() => {
+    const result = this.transact(() => {
       const inserted = this.db
         .insert(inboxNotifications)
         .values({
@@ -149,7 +164,7 @@ export class UserInbox extends DurableObject<Env> {
   /** N4: every unread notification becomes read now; already-read ones keep their `read_at`. */
   markAllRead(): { unreadCount: number } {
     const readAt = nowIso();
-    const changed = this.ctx.storage.transactionSync(() => {
+    const changed = this.transact(() => {
       // The maintained count is exactly the number of rows this update touches.
       const unread = this.unreadCount();
       this.db.update(inboxNotifications).set({ readAt }).where(isNull(inboxNotifications.readAt)).run();
@@ -162,7 +177,7 @@ export class UserInbox extends DurableObject<Env> {
 
   /** N6: sets or clears `read_at`; null when the notification is not in this inbox. */
   setReadStatus(id: string, isRead: boolean): ReadStatusResult {
-    const result = this.ctx.storage.transactionSync(() => {
+    const result = this.transact(() => {
       const row = this.db.select().from(inboxNotifications).where(eq(inboxNotifications.id, id)).get();
       if (!row) return null;
       const wasRead = row.readAt !== null;

@@ -77,8 +77,15 @@ export async function enqueueNotification(env: Env, background: Background, requ
     templateId: template.id,
     userId: user.id,
     method,
-    status: disabled ? "inhibited" : "pending",
-    statusReason: disabled ? (preference ? "disabled by the user's preference" : "template is disabled by default") : null,
+    status: disabled ? "inhibited" : method === "smtp" && !config.EMAIL_SMARTHOST ? "permanent_failure" : "pending",
+    statusReason: disabled
+      ? preference
+        ? "disabled by the user's preference"
+        : "template is disabled by default"
+      : // Recorded at once rather than queued to fail: nothing could send it (local development, webhook-only setups).
+        method === "smtp" && !config.EMAIL_SMARTHOST
+        ? "e-mail delivery is not configured (EMAIL_SMARTHOST)"
+        : null,
     payload,
     targets: request.targets ?? [],
     createdBy: request.createdBy,
