@@ -42,6 +42,7 @@ import { TEMPLATE_IDS } from "../src/notifications/templates";
 import { BASE, call, createUser, json, owner, type TestUser } from "./helpers";
 import { deliver, inbox } from "./inbox-helpers";
 import { CookieJar, followRedirects, oidcNextLogin } from "./oauth-peers";
+import { assertErrorShape, expectRejected, type ErrorBody, type Expectation } from "./fixtures/error-shape";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Assertions: SPEC §1 error shape and "bad input never changes state"
@@ -64,56 +65,6 @@ const MANDATORY_TEMPLATES = [TEMPLATE_IDS.oneTimePasscode, TEMPLATE_IDS.password
 const TEMPLATE_ID_SET = new Set<string>(Object.values(TEMPLATE_IDS));
 const STRONG_PASSWORD = "lantern-orbit-harvest-8842";
 
-interface FieldValidation {
-  field: string;
-  detail: string;
-}
-interface ErrorBody {
-  message: string;
-  detail?: string;
-  validations?: FieldValidation[];
-}
-
-/** SPEC §1: `message` string; `detail` absent or non-empty; `validations` absent or non-empty; nothing else. */
-function assertErrorShape(body: unknown): asserts body is ErrorBody {
-  expect(body, "error body must be a JSON object").toBeTypeOf("object");
-  expect(body).not.toBeNull();
-  expect(Array.isArray(body)).toBe(false);
-  const record = body as Record<string, unknown>;
-  expect(Object.keys(record).filter((k) => !["message", "detail", "validations"].includes(k))).toEqual([]);
-  expect(record.message).toBeTypeOf("string");
-  expect(record.message).not.toBe("");
-  if ("detail" in record) {
-    expect(record.detail).toBeTypeOf("string");
-    expect(record.detail).not.toBe("");
-  }
-  if ("validations" in record) {
-    expect(Array.isArray(record.validations)).toBe(true);
-    const validations = record.validations as unknown[];
-    expect(validations.length).toBeGreaterThan(0);
-    for (const v of validations) expect(v).toEqual({ field: expect.any(String), detail: expect.any(String) });
-  }
-}
-
-interface Expectation {
-  status?: number | readonly number[];
-  message?: string;
-}
-
-/** A 4xx with a JSON body in the error shape (and, when given, the exact status/message). */
-async function expectRejected(res: Response, expected: Expectation = {}): Promise<ErrorBody> {
-  res.webSocket?.accept();
-  res.webSocket?.close();
-  const text = await res.text();
-  expect(res.status, `expected a 4xx, got ${res.status}: ${text.slice(0, 300)}`).toBeGreaterThanOrEqual(400);
-  expect(res.status, `expected a 4xx, got ${res.status}: ${text.slice(0, 300)}`).toBeLessThan(500);
-  if (expected.status !== undefined) expect([expected.status].flat(), text.slice(0, 300)).toContain(res.status);
-  expect(res.headers.get("Content-Type")).toMatch(/^application\/json/);
-  const body: unknown = JSON.parse(text);
-  assertErrorShape(body);
-  if (expected.message !== undefined) expect(body.message).toBe(expected.message);
-  return body;
-}
 
 /**
  * Whole tables, except notification_messages: only its columns fixed at enqueue (delivery moves status, attempts,

@@ -30,6 +30,7 @@ import * as fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { EXTERNAL_SCOPES } from "../src/authz/catalog";
 import { call, createUser, json, OWNER, owner, type TestUser } from "./helpers";
+import { assertErrorShape, expectRejected, type ErrorBody, type Expectation } from "./fixtures/error-shape";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Assertions: SPEC §1 error shape and "bad input never changes state"
@@ -43,56 +44,6 @@ const ONE_MIB = 1024 * 1024;
 /** wrangler.toml `TOKEN_MAX_LIFETIME = "720h"`, in seconds. */
 const TOKEN_MAX_LIFETIME_S = 720 * 60 * 60;
 
-interface FieldValidation {
-  field: string;
-  detail: string;
-}
-interface ErrorBody {
-  message: string;
-  detail?: string;
-  validations?: FieldValidation[];
-}
-
-/** SPEC §1: `message` string; `detail` absent or non-empty; `validations` absent or non-empty; nothing else. */
-function assertErrorShape(body: unknown): asserts body is ErrorBody {
-  expect(body, "error body must be a JSON object").toBeTypeOf("object");
-  expect(body).not.toBeNull();
-  expect(Array.isArray(body)).toBe(false);
-  const record = body as Record<string, unknown>;
-  expect(Object.keys(record).filter((k) => !["message", "detail", "validations"].includes(k))).toEqual([]);
-  expect(record.message).toBeTypeOf("string");
-  expect(record.message).not.toBe("");
-  if ("detail" in record) {
-    expect(record.detail).toBeTypeOf("string");
-    expect(record.detail).not.toBe("");
-  }
-  if ("validations" in record) {
-    expect(Array.isArray(record.validations)).toBe(true);
-    const validations = record.validations as unknown[];
-    expect(validations.length).toBeGreaterThan(0);
-    for (const v of validations) {
-      expect(v).toEqual({ field: expect.any(String), detail: expect.any(String) });
-    }
-  }
-}
-
-interface Expectation {
-  status?: number | readonly number[];
-  message?: string;
-}
-
-/** A 4xx with a JSON body in the error shape (and, when given, the exact status/message). */
-async function expectRejected(res: Response, expected: Expectation = {}): Promise<ErrorBody> {
-  const text = await res.text();
-  expect(res.status, `expected a 4xx, got ${res.status}: ${text.slice(0, 300)}`).toBeGreaterThanOrEqual(400);
-  expect(res.status, `expected a 4xx, got ${res.status}: ${text.slice(0, 300)}`).toBeLessThan(500);
-  if (expected.status !== undefined) expect([expected.status].flat()).toContain(res.status);
-  expect(res.headers.get("Content-Type")).toMatch(/^application\/json/);
-  const body: unknown = JSON.parse(text);
-  assertErrorShape(body);
-  if (expected.message !== undefined) expect(body.message).toBe(expected.message);
-  return body;
-}
 
 /**
  * The account and authorization tables, whole. Notification tables are left out on purpose: account changes made
