@@ -168,3 +168,23 @@ describe("the isolate's authentication cache", () => {
     expect((await send("/users/me", user.token)).status).toBe(401);
   });
 });
+
+describe("watch upgrades and the authentication cache", () => {
+  it("an upgrade always checks D1: a key revoked elsewhere cannot open a socket from a stale cache", async () => {
+    const { createExecutionContext, waitOnExecutionContext } = await import("cloudflare:test");
+    const { app } = await import("../src/app");
+    const cached = { ...env, AUTH_CACHE_TTL: "30s" };
+    const user = await createUser();
+    const send = async (headers: Record<string, string>) => {
+      const ctx = createExecutionContext();
+      const res = await app.fetch(new Request("http://localhost/api/v2/notifications/inbox/watch", { headers: { "Service-Session-Token": user.token, ...headers } }), cached, ctx);
+      await waitOnExecutionContext(ctx);
+      return res;
+    };
+    expect((await send({})).status).toBe(400); // cached now (no upgrade header: plain request)
+    // Revoked in "another isolate": the row is gone, but this isolate's cache still holds the key.
+    await env.DB.prepare("DELETE FROM api_keys WHERE id = ?").bind(user.token.slice(0, 10)).run();
+    expect((await send({})).status).toBe(400);
+    await expectError(await send({ Upgrade: "websocket" }), 401);
+  });
+});

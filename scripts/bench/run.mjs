@@ -351,7 +351,7 @@ async function main() {
     notes.push(
       `Login rate limits (LOGIN_IP_LIMITER 20/min, LOGIN_ACCOUNT_LIMITER 10/min in wrangler.toml) were raised to ${BENCH_RATE_LIMIT} per period in the bench's miniflare options only.`,
       "Vars come from wrangler.toml only (a local .dev.vars is ignored); SECRET_KEY is generated for the run. The every-minute cron trigger is not registered, so it cannot fire mid-measurement.",
-      "POST /notifications/custom also enqueues an e-mail copy (NOTIFICATIONS_METHOD=smtp, no EMAIL_SMARTHOST): the queue consumer records it as a permanent failure while the watch is measured, as it would in this configuration.",
+      "POST /notifications/custom also enqueues an e-mail copy (NOTIFICATIONS_METHOD=smtp, no EMAIL_SMARTHOST): it is recorded as a permanent failure at enqueue, as it would be in this configuration, so no queue work runs beside the watch.",
       `Throughput: autocannon, ${settings.connections} connections, ${settings.durationS} s per measurement after a 1 s warm-up, from the Node process that hosts miniflare, on the same machine as workerd. Latency: one keep-alive connection, sequential requests, timed in microseconds.`,
     );
     if (details.envIdentity) {

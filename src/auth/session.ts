@@ -109,7 +109,10 @@ export async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
   const db = database(c.env.DB);
   const now = Date.now();
   const ttl = config.AUTH_CACHE_TTL;
-  let found: Omit<CachedKey, "loadedAt"> | undefined = cachedKey(parsed.id, ttl, now);
+  // A watch socket outlives its upgrade request and is only closed by a revocation it was there to see: so an
+  // upgrade always checks D1, never an isolate's possibly older copy.
+  const upgrading = c.req.header("Upgrade")?.toLowerCase() === "websocket";
+  let found: Omit<CachedKey, "loadedAt"> | undefined = upgrading ? undefined : cachedKey(parsed.id, ttl, now);
   if (!found) {
     found = await loadKey(db, parsed.id);
     if (found) rememberKey(parsed.id, { ...found, loadedAt: now }, ttl);
