@@ -135,7 +135,6 @@ export type OrgRoleName = keyof typeof ORG_ROLES;
 
 /** Site roles that can be stored on a user (`member` is implicit and never stored). */
 export const ASSIGNABLE_SITE_ROLES = ["owner", "user-admin", "auditor"] as const;
-export const ASSIGNABLE_ORG_ROLES = ["organization-admin", "organization-user-admin", "organization-auditor"] as const;
 
 export function isSiteRole(name: string): name is SiteRoleName {
   return Object.hasOwn(SITE_ROLES, name);

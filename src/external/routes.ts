@@ -4,6 +4,7 @@ import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { setSessionCookie } from "../auth/cookies";
 import { issueKey } from "../auth/keys";
+import { LoginMessages } from "../auth/login";
 import { verifyPassword } from "../auth/passwords/hash";
 import { limitPerAccount, limitPerIp } from "../auth/rate-limit";
 import { requireAuth } from "../auth/session";
@@ -143,7 +144,7 @@ export const externalLoginRoutes = new Hono<AppEnv>()
     if (user.loginType !== "password") throw badRequest("User account must have password based authentication.");
     await limitPerIp(c, "convert-login");
     await limitPerAccount(c, "convert-login", user.email);
-    if (!(await verifyPassword(user.hashedPassword, password)).valid) throw new ApiError(401, "Incorrect email or password.");
+    if (!(await verifyPassword(user.hashedPassword, password)).valid) throw new ApiError(401, LoginMessages.incorrect);
 
     const state = `convert-${randomAlphanumeric(32)}`;
     const expiresAt = nowIso(Date.now() + CONVERSION_TTL_MS);

@@ -2,7 +2,7 @@ import { Hono, type Context, type TypedResponse } from "hono";
 import type { InboxNotification } from "./model";
 import { offeredProtocols, requireAuth, WATCH_PROTOCOL } from "../auth/session";
 import { assertCan } from "../authz/guard";
-import { ApiError, badRequest, validationFailed } from "../http/errors";
+import { badRequest, notFound, validationFailed } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody, pathParams, queryParams } from "../http/validate";
 import { listInboxQuery, notificationIdParam, readStatusBody, watchInboxQuery } from "./schemas";
@@ -80,7 +80,7 @@ export const inboxRoutes = new Hono<AppEnv>()
       const { is_read } = c.req.valid("json");
       assertOwnInbox(c, "update");
       const result = await inboxOf(c).setReadStatus(id.toLowerCase(), is_read);
-      if (!result) throw new ApiError(404, "Resource not found or you do not have access to this resource");
+      if (!result) throw notFound();
       return c.json(
         {
           message: is_read ? "Notification marked as read." : "Notification marked as unread.",

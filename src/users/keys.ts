@@ -7,7 +7,7 @@ import { isKnownScope } from "../authz/catalog";
 import { assertCan } from "../authz/guard";
 import { database } from "../db/client";
 import { apiKeys, type ApiKeyRow } from "../db/schema";
-import { ApiError, badRequest, conflict, forbidden, Messages } from "../http/errors";
+import { badRequest, conflict, forbidden, notFound } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
 import { credentialsRevoked } from "../auth/revocation";
@@ -98,7 +98,7 @@ export const keyRoutes = new Hono<AppEnv>()
       .from(apiKeys)
       .where(and(eq(apiKeys.id, id), eq(apiKeys.userId, user.id)))
       .limit(1);
-    if (existing.length === 0) throw new ApiError(404, Messages.notFoundOrNoAccess);
+    if (existing.length === 0) throw notFound();
     await db.batch([
       db.delete(apiKeys).where(eq(apiKeys.id, id)),
       auditInsert(db, c, { action: "delete", resourceType: "api_key", resourceId: id, diff: { owner: user.id } }),
