@@ -43,6 +43,7 @@ import { BASE, call, createUser, json, owner, type TestUser } from "./helpers";
 import { deliver, inbox } from "./inbox-helpers";
 import { CookieJar, followRedirects, oidcNextLogin } from "./oauth-peers";
 import { assertErrorShape, expectRejected, type ErrorBody, type Expectation } from "./fixtures/error-shape";
+import { anyText, badEmail, deepNesting, malformedJson, NASTY_STRINGS, notA, POLLUTERS, textLongerThan, textWithin } from "./fixtures/arbitraries";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Assertions: SPEC §1 error shape and "bad input never changes state"
@@ -148,59 +149,6 @@ async function quiesce(timeoutMs = 15_000): Promise<void> {
 // Arbitraries (the same families as test/bad-input.test.ts)
 // ---------------------------------------------------------------------------------------------------------------
 
-const NASTY_STRINGS = [
-  "", " ", "\t", "\u0000", "a\u0000b", "\u0007\u001b[31mred", "\r\nX-Injected: 1", "\u202egnp.exe", "\ufeff",
-  "\uffff", "😀", "👩‍👩‍👧‍👦", "𝕏𝕐ℤ", "e\u0301", "ﬁ", "İ", "ß", "Ω", "'; DROP TABLE users; --", "' OR '1'='1' --",
-  "\" OR \"\"=\"", "%", "_", "\\", "%00", "%' OR 1=1 --", "../../etc/passwd", "..\\..\\", "<script>alert(1)</script>",
-  "${7*7}", "{{7*7}}", "__proto__", "constructor", "prototype", "null", "undefined", "NaN", "-0", "1e309", "0x10",
-] as const;
-
-const hugeText = fc
-  .tuple(fc.integer({ min: 1_000, max: 100_000 }), fc.constantFrom("a", "é", "😀", "\u0000", "' OR 1=1 --"))
-  .map(([length, unit]) => unit.repeat(Math.ceil(length / unit.length)));
-
-const anyText = fc.oneof(
-  { weight: 4, arbitrary: fc.string({ unit: "binary", maxLength: 40 }) },
-  { weight: 2, arbitrary: fc.string({ unit: "grapheme", maxLength: 20 }) },
-  { weight: 3, arbitrary: fc.constantFrom(...NASTY_STRINGS) },
-  { weight: 1, arbitrary: hugeText },
-);
-
-const codePoints = (s: string): number => [...s].length;
-const textWithin = (min: number, max: number) => anyText.filter((s) => codePoints(s) >= min && codePoints(s) <= max);
-/** Text longer than `max` code points (so also longer than `max` UTF-16 units), up to `upTo`. */
-const textLongerThan = (max: number, upTo = 100_000) =>
-  fc.tuple(fc.integer({ min: max + 1, max: Math.max(max + 1, upTo) }), fc.constantFrom("x", "é", "😀")).map(([length, unit]) => unit.repeat(length));
-
-const POLLUTERS: readonly Record<string, unknown>[] = [
-  JSON.parse('{"__proto__": {"roles": ["owner"], "isSystem": true, "admin": true}}') as Record<string, unknown>,
-  { constructor: { prototype: { roles: ["owner"] } } },
-  JSON.parse('{"__proto__": null}') as Record<string, unknown>,
-];
-
-type JsonKind = "string" | "number" | "boolean" | "null" | "array" | "object";
-const JSON_KINDS: Record<JsonKind, fc.Arbitrary<unknown>> = {
-  string: anyText,
-  number: fc.oneof(fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.constantFrom(0, -1, 1, 1e308, -1e-308, Number.MAX_SAFE_INTEGER + 2)),
-  boolean: fc.boolean(),
-  null: fc.constant(null),
-  array: fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 5 }),
-  object: fc.oneof(fc.dictionary(fc.string({ maxLength: 10 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 5 }), fc.constantFrom(...POLLUTERS)),
-};
-
-/** Any JSON value whose type is none of `allowed`. */
-function notA(...allowed: JsonKind[]): fc.Arbitrary<unknown> {
-  const kinds = (Object.keys(JSON_KINDS) as JsonKind[]).filter((k) => !allowed.includes(k));
-  return fc.oneof(...kinds.map((k) => JSON_KINDS[k]));
-}
-
-const LOOKS_LIKE_EMAIL = /^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$/;
-const badEmail = fc.oneof(
-  notA("string"),
-  anyText.filter((s) => !LOOKS_LIKE_EMAIL.test(s)),
-  fc.integer({ min: 321, max: 100_000 }).map((n) => `${"a".repeat(n)}@example.com`),
-);
-
 /** Whitespace that String.prototype.trim removes: a title or message made only of it counts as empty (N1). */
 const BLANKS = [" ", "\t", "\n", "\r", "\v", "\f", "\u00a0", "\u1680", "\u2002", "\u2009", "\u200a", "\u2028", "\u2029", "\u202f", "\u205f", "\u3000", "\ufeff"];
 const blankText = fc.string({ unit: fc.constantFrom(...BLANKS), maxLength: 40 });
@@ -232,40 +180,6 @@ const badPreferenceMap = fc.oneof(
   fc.tuple(goodEntries, fc.constantFrom(...MANDATORY_TEMPLATES)).map(([good, id]) => ({ ...good, [id]: true })),
   fc.integer({ min: 201, max: 400 }).map((n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, true]))),
 );
-
-function isMalformed(text: string): boolean {
-  try {
-    JSON.parse(text.replace(/^\ufeff/, ""));
-    return false;
-  } catch {
-    return true;
-  }
-}
-const MALFORMED = [
-  "", " ", "{", "}", "[", "{'a': 1}", '{"a":}', '{"a": 1,}', '{"a" 1}', "NaN", "undefined", "{}}", "{} {}",
-  '{"a": 01}', '{"a": .5}', '{"a": "\u0000\n"}', '{"a": "\\x41"}', "\u0000", "\ufeff\ufeff{}", "nul", "tru",
-  '{"a": Infinity}', "[1, 2", '"unterminated', "/* comment */ {}", "{}garbage", "<xml/>", "a=1&b=2",
-] as const;
-const malformedJson = (valid: unknown) => {
-  const text = JSON.stringify(valid);
-  return fc.oneof(
-    fc.constantFrom(...MALFORMED),
-    fc.string({ unit: "binary", maxLength: 200 }).filter(isMalformed),
-    fc.nat({ max: text.length - 1 }).map((cut) => text.slice(0, cut)).filter(isMalformed),
-    fc
-      .tuple(fc.nat({ max: text.length - 1 }), fc.constantFrom("{", "}", '"', ",", ":", "\\", "\u0000"))
-      .map(([at, ch]) => text.slice(0, at) + ch + text.slice(at + 1))
-      .filter(isMalformed),
-  );
-};
-
-const deepNesting = fc
-  .tuple(fc.integer({ min: 1_000, max: 100_000 }), fc.constantFrom("array", "object", "unclosed"))
-  .map(([depth, kind]) =>
-    kind === "array" ? "[".repeat(depth) + "]".repeat(depth)
-    : kind === "object" ? '{"a":'.repeat(depth) + "1" + "}".repeat(depth)
-    : "[".repeat(depth),
-  );
 
 const CONTENT_TYPES = ["application/json", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/json; charset=utf-16"];
 const alnum = (length: number) =>
