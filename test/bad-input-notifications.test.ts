@@ -43,7 +43,7 @@ import { BASE, call, createUser, json, owner, type TestUser } from "./helpers";
 import { deliver, inbox } from "./inbox-helpers";
 import { CookieJar, followRedirects, oidcNextLogin } from "./oauth-peers";
 import { assertErrorShape, expectRejected, type ErrorBody, type Expectation } from "./fixtures/error-shape";
-import { anyText, badEmail, deepNesting, malformedJson, NASTY_STRINGS, notA, POLLUTERS, textLongerThan, textWithin } from "./fixtures/arbitraries";
+import { anyText, badEmail, deepNesting, malformedJson, NASTY_STRINGS, notA, POLLUTERS, textLongerThan, textWithin, invalidBodies } from "./fixtures/arbitraries";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Assertions: SPEC §1 error shape and "bad input never changes state"
@@ -389,28 +389,6 @@ const BODY_ENDPOINTS: readonly BodyEndpoint[] = [
   },
 ];
 
-type Patch = { field: string; value: unknown } | { field: string; drop: true };
-
-/** Bodies with one to three fields corrupted or removed, plus ignorable junk fields (prototype polluters included). */
-function invalidBodies(endpoint: BodyEndpoint): fc.Arbitrary<{ body: Record<string, unknown>; fields: string[] }> {
-  const known = new Set([...Object.keys(endpoint.bad), ...endpoint.required]);
-  const patch: fc.Arbitrary<Patch> = fc.oneof(
-    ...Object.entries(endpoint.bad).map(([field, arb]) => arb.map((value): Patch => ({ field, value }))),
-    ...endpoint.required.map((field) => fc.constant<Patch>({ field, drop: true })),
-  );
-  const junk = fc.oneof(
-    fc.dictionary(fc.string({ maxLength: 12 }).filter((k) => !known.has(k)), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }),
-    fc.constantFrom(...POLLUTERS),
-  );
-  return fc.tuple(fc.array(patch, { minLength: 1, maxLength: 3 }), junk).map(([patches, extra]) => {
-    const entries = new Map<string, unknown>(Object.entries(endpoint.base()));
-    for (const p of patches) {
-      if ("drop" in p) entries.delete(p.field);
-      else entries.set(p.field, p.value);
-    }
-    return { body: Object.fromEntries([...Object.entries(extra), ...entries]), fields: patches.map((p) => p.field) };
-  });
-}
 
 describe("JSON bodies", () => {
   it.each(BODY_ENDPOINTS)("$name: malformed JSON text → 400 Request body must be valid JSON.", async (endpoint) => {

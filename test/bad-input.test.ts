@@ -31,7 +31,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { EXTERNAL_SCOPES } from "../src/authz/catalog";
 import { call, createUser, json, OWNER, owner, type TestUser } from "./helpers";
 import { assertErrorShape, expectRejected, type ErrorBody, type Expectation } from "./fixtures/error-shape";
-import { anyText, badEmail, codePoints, deepNesting, malformedJson, NASTY_STRINGS, notA, POLLUTERS, textLongerThan, textWithin } from "./fixtures/arbitraries";
+import { anyText, badEmail, codePoints, deepNesting, malformedJson, NASTY_STRINGS, notA, POLLUTERS, textLongerThan, textWithin, invalidBodies } from "./fixtures/arbitraries";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Assertions: SPEC §1 error shape and "bad input never changes state"
@@ -274,29 +274,6 @@ const BODY_ENDPOINTS: readonly BodyEndpoint[] = [
   },
 ];
 
-type Patch = { field: string; value: unknown } | { field: string; drop: true };
-
-/** Bodies with one to three fields corrupted or removed, plus ignorable junk fields (prototype polluters included). */
-function invalidBodies(endpoint: BodyEndpoint): fc.Arbitrary<{ body: Record<string, unknown>; fields: string[] }> {
-  const known = new Set([...Object.keys(endpoint.bad), ...endpoint.required]);
-  const patch: fc.Arbitrary<Patch> = fc.oneof(
-    ...Object.entries(endpoint.bad).map(([field, arb]) => arb.map((value): Patch => ({ field, value }))),
-    ...endpoint.required.map((field) => fc.constant<Patch>({ field, drop: true })),
-  );
-  const junk = fc.oneof(
-    fc.dictionary(fc.string({ maxLength: 12 }).filter((k) => !known.has(k)), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }),
-    fc.constantFrom(...POLLUTERS),
-  );
-  return fc.tuple(fc.array(patch, { minLength: 1, maxLength: 3 }), junk).map(([patches, extra]) => {
-    const entries = new Map<string, unknown>(Object.entries(endpoint.base()));
-    for (const p of patches) {
-      if ("drop" in p) entries.delete(p.field);
-      else entries.set(p.field, p.value);
-    }
-    // Object.fromEntries keeps a "__proto__" key as an own property, exactly as JSON.parse will on the server.
-    return { body: Object.fromEntries([...Object.entries(extra), ...entries]), fields: patches.map((p) => p.field) };
-  });
-}
 
 /** Every endpoint with a request that would succeed (given the fixtures) but for the one thing a test breaks. */
 interface EndpointCall {
