@@ -44,6 +44,7 @@ import { deliver, inbox } from "./inbox-helpers";
 import { CookieJar, followRedirects, oidcNextLogin } from "./oauth-peers";
 import { assertErrorShape, expectRejected, type ErrorBody, type Expectation } from "./fixtures/error-shape";
 import { anyText, badEmail, deepNesting, malformedJson, NASTY_STRINGS, notA, POLLUTERS, textLongerThan, textWithin, invalidBodies } from "./fixtures/arbitraries";
+import { quiesce, sleep, storedState } from "./fixtures/d1-state";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Assertions: SPEC §1 error shape and "bad input never changes state"
@@ -67,29 +68,10 @@ const TEMPLATE_ID_SET = new Set<string>(Object.values(TEMPLATE_IDS));
 const STRONG_PASSWORD = "lantern-orbit-harvest-8842";
 
 
-/**
- * Whole tables, except notification_messages: only its columns fixed at enqueue (delivery moves status, attempts,
- * timestamps and strips sealed labels from the payload on its own, and may still be retrying fixture notices).
- */
-const TABLE_QUERIES = {
-  users: "SELECT * FROM users ORDER BY rowid",
-  api_keys: "SELECT * FROM api_keys ORDER BY rowid",
-  audit_logs: "SELECT * FROM audit_logs ORDER BY rowid",
-  organization_members: "SELECT * FROM organization_members ORDER BY rowid",
-  notification_preferences: "SELECT * FROM notification_preferences ORDER BY rowid",
-  site_config: "SELECT * FROM site_config ORDER BY rowid",
-  one_time_passcodes: "SELECT * FROM one_time_passcodes ORDER BY rowid",
-  login_conversions: "SELECT * FROM login_conversions ORDER BY rowid",
-  user_links: "SELECT * FROM user_links ORDER BY rowid",
-  notification_messages:
-    "SELECT id, notification_id, template_id, user_id, method, created_by, created_at, targets FROM notification_messages ORDER BY rowid",
-} as const;
-const TABLE_NAMES = Object.keys(TABLE_QUERIES) as (keyof typeof TABLE_QUERIES)[];
-
-/** D1 as above plus, for each token given, that caller's whole inbox as N3 answers it. */
+/** D1 (test/fixtures/d1-state.ts) plus, for each token given, that caller's whole inbox as N3 answers it. */
 async function snapshot(inboxTokens: readonly string[] = []): Promise<Record<string, unknown>> {
   const [results, inboxes] = await Promise.all([
-    env.DB.batch(TABLE_NAMES.map((t) => env.DB.prepare(TABLE_QUERIES[t]))),
+    storedState(),
     Promise.all(
       inboxTokens.map(async (token) => {
         const res = await call("GET", "/notifications/inbox?limit=100", { token });
@@ -98,7 +80,7 @@ async function snapshot(inboxTokens: readonly string[] = []): Promise<Record<str
       }),
     ),
   ]);
-  return { ...Object.fromEntries(TABLE_NAMES.map((t, i) => [t, results[i]?.results ?? []])), inboxes };
+  return { ...results, inboxes };
 }
 
 /** Sends once, asserts a 4xx in the error shape, and that D1 (and the given inboxes) are what they were before. */
@@ -122,28 +104,6 @@ async function answeredWithoutChange(send: () => Promise<Response>, inboxTokens:
   return res;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * Waits until background notification work has settled: no inbox copy pending or leased (those land in an inbox
- * next), and no new message rows for a few polls (account notices are enqueued after the response).
- */
-async function quiesce(timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = -1;
-  let stable = 0;
-  while (Date.now() < deadline) {
-    const row = await env.DB.prepare(
-      "SELECT count(*) AS n, coalesce(sum(method = 'inbox' AND status IN ('pending', 'leased')), 0) AS busy FROM notification_messages",
-    ).first<{ n: number; busy: number }>();
-    const n = row?.n ?? 0;
-    stable = row?.busy === 0 && n === last ? stable + 1 : 0;
-    if (stable >= 3) return;
-    last = n;
-    await sleep(40);
-  }
-  throw new Error("background notification work did not settle");
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Arbitraries (the same families as test/bad-input.test.ts)
@@ -292,7 +252,7 @@ beforeAll(async () => {
     knownRefs,
   };
   // Creating those accounts notified the owner after each response; let that settle before anything is compared.
-  await quiesce();
+  await quiesce(2);
 });
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -1126,7 +1086,7 @@ describe("hostile but legal values are answered normally", () => {
   it("A4: wrong codes for a real account → 400; only the try counter moves, and a burned code stays burned", async () => {
     const victim = await createUser();
     await issuePasscode(database(env.DB), getConfig(env as unknown as Env), victim.id);
-    await quiesce();
+    await quiesce(2);
     const attempts = async () => (await env.DB.prepare("SELECT attempts FROM one_time_passcodes WHERE user_id = ?").bind(victim.id).first<{ attempts: number }>())?.attempts;
     for (let i = 1; i <= 7; i++) {
       const before = await snapshot();
@@ -1145,7 +1105,7 @@ describe("hostile but legal values are answered normally", () => {
     // Currently fails: passcodeMatches() spends a try before the same-password check, so attempts goes 0 → 1.
     const user = await createUser();
     const code = await issuePasscode(database(env.DB), getConfig(env as unknown as Env), user.id);
-    await quiesce();
+    await quiesce(2);
     await rejectedWithoutChange(
       () => call("POST", "/users/otp/change-password", { body: { email: user.email, one_time_passcode: code, password: user.password } }),
       { status: 400, message: "New password cannot match old password." },
@@ -1168,7 +1128,7 @@ describe("hostile but legal values are answered normally", () => {
 
   it("A7: a service account (no password login) → 400 whatever the password", async () => {
     const svc = await createUser({ service: true });
-    await quiesce();
+    await quiesce(2);
     await fc.assert(
       fc.asyncProperty(textWithin(0, 1024), fc.constantFrom("oidc", "github"), async (password, toType) => {
         await rejectedWithoutChange(() => call("POST", "/users/me/convert-login", { token: svc.token, body: { password, to_type: toType } }), {
@@ -1182,7 +1142,7 @@ describe("hostile but legal values are answered normally", () => {
 
   it("A7: a wrong password → 401 (429 once the account's budget is spent), nothing stored", async () => {
     const user = await createUser();
-    await quiesce();
+    await quiesce(2);
     await fc.assert(
       fc.asyncProperty(textWithin(0, 1024).filter((p) => p !== user.password), async (password) => {
         await rejectedWithoutChange(() => call("POST", "/users/me/convert-login", { token: user.token, body: { password, to_type: "oidc" } }), { status: [401, 429] });
@@ -1261,7 +1221,7 @@ describe("the requests the fuzz corrupted were valid", () => {
     if (!endpoint) throw new Error(`no endpoint ${prefix}`);
     const res = await call(endpoint.method, endpoint.path(), { token: endpoint.token(), body: endpoint.base() });
     expect(res.status, await res.clone().text()).toBe(status);
-    await quiesce();
+    await quiesce(2);
   });
 
   it("N1: odd but legal content (unicode, markup, padding, limits) → 204", async () => {
@@ -1274,7 +1234,7 @@ describe("the requests the fuzz corrupted were valid", () => {
       }),
       { numRuns: 10 },
     );
-    await quiesce();
+    await quiesce(2);
   });
 });
 

@@ -18,6 +18,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { TEMPLATE_IDS } from "../src/notifications/templates";
 import { BASE, call, expectError, json, login, owner } from "./helpers";
 import { deliver, inbox } from "./inbox-helpers";
+import { quiesce, storedState } from "./fixtures/d1-state";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Callers
@@ -267,52 +268,15 @@ const MATRIX: readonly Line[] = [
 // Running it
 // ---------------------------------------------------------------------------------------------------------------
 
-const TABLE_QUERIES = {
-  users: "SELECT * FROM users ORDER BY rowid",
-  api_keys: "SELECT * FROM api_keys ORDER BY rowid",
-  audit_logs: "SELECT * FROM audit_logs ORDER BY rowid",
-  notification_preferences: "SELECT * FROM notification_preferences ORDER BY rowid",
-  site_config: "SELECT * FROM site_config ORDER BY rowid",
-  one_time_passcodes: "SELECT * FROM one_time_passcodes ORDER BY rowid",
-  login_conversions: "SELECT * FROM login_conversions ORDER BY rowid",
-  user_links: "SELECT * FROM user_links ORDER BY rowid",
-  // Delivery updates status, attempts, timestamps and payload in the background: only what enqueueing fixed counts.
-  notification_messages:
-    "SELECT id, notification_id, template_id, user_id, method, created_by, created_at, targets FROM notification_messages ORDER BY rowid",
-} as const;
-const TABLE_NAMES = Object.keys(TABLE_QUERIES) as (keyof typeof TABLE_QUERIES)[];
-
 /** D1 plus the inboxes of the given users, read from their objects directly (narrow tokens cannot read them). */
 async function snapshot(inboxOwners: readonly string[]): Promise<Record<string, unknown>> {
   const [results, inboxes] = await Promise.all([
-    env.DB.batch(TABLE_NAMES.map((t) => env.DB.prepare(TABLE_QUERIES[t]))),
+    storedState(),
     Promise.all(inboxOwners.map((id) => inbox(id).list({ targets: [], templates: [], readStatus: "all" }, undefined, 100))),
   ]);
-  return { ...Object.fromEntries(TABLE_NAMES.map((t, i) => [t, results[i]?.results ?? []])), inboxes };
+  return { ...results, inboxes };
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * Waits for background notification work: no inbox copy pending or leased (it would land in an inbox mid-cell) and,
- * with `stableFor`, no new message rows for that many polls (account notices are enqueued after the response).
- */
-async function quiesce(stableFor = 0, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = -1;
-  let stable = 0;
-  while (Date.now() < deadline) {
-    const row = await env.DB.prepare(
-      "SELECT count(*) AS n, coalesce(sum(method = 'inbox' AND status IN ('pending', 'leased')), 0) AS busy FROM notification_messages",
-    ).first<{ n: number; busy: number }>();
-    const n = row?.n ?? 0;
-    stable = row?.busy === 0 && (stableFor === 0 || n === last) ? stable + 1 : 0;
-    if (stable > stableFor) return;
-    last = n;
-    await sleep(30);
-  }
-  throw new Error("background notification work did not settle");
-}
 
 /** Like `call`, but a redirect is answered, not followed (the callbacks start with a 302 to the provider). */
 function request(method: string, path: string, options: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<Response> {
