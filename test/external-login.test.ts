@@ -940,3 +940,29 @@ describe("GitHub sign-in against the stand-in (issue 5 §2)", () => {
     expect(body.detail).toContain("access_denied");
   });
 });
+
+describe("provider trouble", () => {
+  it("an unreachable OpenID provider answers 502 in the error shape, not a 500", async () => {
+    const ctx = createExecutionContext();
+    // Nothing listens on port 9 (discard) of loopback: discovery fails.
+    const res = await app.fetch(
+      new Request("http://localhost:8787/api/v2/users/oidc/callback", { headers: { "CF-Connecting-IP": `203.0.113.${Math.floor(Math.random() * 250)}` } }),
+      { ...env, OIDC_ISSUER_URL: "http://127.0.0.1:9/unreachable" } as Env,
+      ctx,
+    );
+    await waitOnExecutionContext(ctx);
+    await expectError(res, 502, "The OpenID Connect provider could not be reached.");
+  });
+
+  it("an unconfigured provider answers 400 and starts nothing", async () => {
+    const ctx = createExecutionContext();
+    const res = await app.fetch(
+      new Request("http://localhost:8787/api/v2/users/oauth2/github/callback", { headers: { "CF-Connecting-IP": `203.0.113.${Math.floor(Math.random() * 250)}` } }),
+      { ...env, GITHUB_CLIENT_ID: "", GITHUB_CLIENT_SECRET: "" } as Env,
+      ctx,
+    );
+    await waitOnExecutionContext(ctx);
+    await expectError(res, 400, "Sign-in with GitHub is not configured.");
+    expect(res.headers.get("Set-Cookie")).toBeNull();
+  });
+});
