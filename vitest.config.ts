@@ -26,7 +26,6 @@ export default defineConfig(async () => {
             EMAIL_USERNAME: "herald",
             EMAIL_PASSWORD: "smtp-test-password",
             NOTIFICATIONS_WEBHOOK_SECRET: "whsec_dGVzdC13ZWJob29rLXNpZ25pbmcta2V5LTAxMjM0NQ==",
-            NOTIFICATIONS_MAX_ATTEMPTS: "3",
             NOTIFICATIONS_WEBHOOK_URL: `http://127.0.0.1:${inject("peerPort")}/webhook`,
             // The peers' control API (test/peers.ts), on the webhook receiver's port.
             PEER_URL: `http://127.0.0.1:${inject("peerPort")}`,

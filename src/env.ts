@@ -22,11 +22,12 @@ export interface Env {
   OTP_TTL?: string;
   CORS_ALLOWED_ORIGINS?: string;
   NOTIFICATIONS_METHOD?: string;
-  NOTIFICATIONS_MAX_ATTEMPTS?: string;
+  NOTIFICATIONS_MAX_AGE?: string;
   NOTIFICATIONS_RETRY_BASE?: string;
   NOTIFICATIONS_WEBHOOK_URL?: string;
   NOTIFICATIONS_WEBHOOK_SECRET?: string;
   EMAIL_FROM?: string;
+  EMAIL_HELLO?: string;
   EMAIL_SMARTHOST?: string;
   EMAIL_USERNAME?: string;
   EMAIL_PASSWORD?: string;

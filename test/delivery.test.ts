@@ -1,5 +1,10 @@
+import { createMessageBatch } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { database } from "../src/db/client";
+import type { NotificationQueueMessage } from "../src/env";
+import { handleQueue } from "../src/notifications/background";
+import { writePaused } from "../src/notifications/settings";
 import { standardWebhookSignature } from "../src/notifications/channels/webhook";
 import { TEMPLATE_IDS } from "../src/notifications/templates";
 import { call, createUser, expectError, json, owner } from "./helpers";
@@ -114,17 +119,56 @@ describe("webhook delivery", () => {
     });
   });
 
-  it("over NOTIFICATIONS_MAX_ATTEMPTS: a permanent failure", async () => {
+  it("500 then 200: every attempt carries the same webhook-id and X-Message-Id (docs/email.md)", async () => {
     const user = await createUser();
-    const max = Number(env.NOTIFICATIONS_MAX_ATTEMPTS);
     await withCustomTemplateMethod("webhook", async () => {
-      await scriptWebhook(Array.from({ length: max }, () => ({ status: 503, body: "down" })));
-      await custom(user.token, "doomed");
-      const [row] = await settled(user.id, "webhook", "permanent_failure");
-      expect(row?.attempts).toBe(max);
-      expect(row?.status_reason).toMatch(new RegExp(`gave up after ${max} attempts: webhook answered 503`));
+      await scriptWebhook([{ status: 503, body: "down" }]);
+      await custom(user.token, "same id");
+      const [row] = await settled(user.id, "webhook", "sent");
+      const calls = (await webhooks()).filter((w) => w.headers["x-message-id"] === row?.id);
+      expect(calls).toHaveLength(2);
+      expect(new Set(calls.map((c) => c.headers["webhook-id"]))).toEqual(new Set([row?.id]));
     });
   });
+
+  it("301: a permanent failure with its reason, and the redirect is never followed (the payload is not lost as a GET)", async () => {
+    const user = await createUser();
+    await withCustomTemplateMethod("webhook", async () => {
+      await scriptWebhook([{ status: 301, location: `${env.PEER_URL}/webhook` }]);
+      await custom(user.token, "moved");
+      const [row] = await settled(user.id, "webhook", "permanent_failure");
+      expect(row?.status_reason).toBe(
+        `webhook answered 301 (a redirect to ${env.PEER_URL}/webhook); redirects are not followed, set NOTIFICATIONS_WEBHOOK_URL to the final URL`,
+      );
+      const calls = (await webhooks()).filter((w) => w.headers["x-message-id"] === row?.id || w.method === "GET");
+      expect(calls.map((c) => c.method)).toEqual(["POST"]);
+    });
+  });
+
+  it("a receiver that hangs on one delivery delays only that one: a queue batch is delivered concurrently", async () => {
+    const user = await createUser();
+    const db = database(env.DB);
+    await withCustomTemplateMethod("webhook", async () => {
+      // Enqueued while paused so that only the batch below sends them, both in one batch, as the queue would.
+      await writePaused(db, true);
+      await custom(user.token, "first");
+      await custom(user.token, "second");
+      await writePaused(db, false);
+      const ids = (await rowsOf(user.id, "webhook")).map((r) => r.id);
+      expect(ids).toHaveLength(2);
+      // Whichever request reaches the receiver first hangs for 8 s; the other is answered at once.
+      await scriptWebhook([{ status: 200, body: "slow", delayMs: 8_000 }]);
+      const batch = createMessageBatch<NotificationQueueMessage>("herald-notifications", ids.map((id, i) => ({ id: `m${i}`, timestamp: new Date(), attempts: 1, body: { messageId: id } })));
+      const handled = handleQueue(batch, env);
+      const rows = await waitFor(async () => {
+        const all = await rowsOf(user.id, "webhook");
+        return all.some((r) => r.status === "sent") ? all : undefined;
+      }, 6_000);
+      expect(rows.map((r) => r.status).sort()).toEqual(["leased", "sent"]);
+      await handled;
+      expect((await rowsOf(user.id, "webhook")).map((r) => r.status)).toEqual(["sent", "sent"]);
+    });
+  }, 20_000);
 });
 
 describe("N7 / N8 settings (here: pausing affects every delivery)", () => {

@@ -7,6 +7,7 @@
 import { env } from "cloudflare:workers";
 import PostalMime, { type Address } from "postal-mime";
 import type { RecordedEmail, RecordedWebhook, ScriptedResponse } from "./peers/global-setup";
+import type { LabEmail, LabProfile } from "./peers/smtp-lab";
 
 /** A message the SMTP peer accepted, with its envelope and the parsed RFC 822 content. */
 export interface ReceivedEmail {
@@ -30,8 +31,9 @@ export interface ReceivedEmail {
   receivedAt: string;
 }
 
-/** A request the webhook receiver got on POST /webhook. */
+/** A request the webhook receiver got on /webhook. */
 export interface ReceivedWebhook {
+  method: string;
   /** Lower-cased header names. */
   headers: Record<string, string>;
   body: string;
@@ -66,7 +68,7 @@ export async function emails(): Promise<ReceivedEmail[]> {
 /** Every call the webhook receiver got since the last reset, oldest first. */
 export async function webhooks(): Promise<ReceivedWebhook[]> {
   const recorded = await (await control("GET", "/control/webhooks")).json<RecordedWebhook[]>();
-  return recorded.map(({ headers, body, receivedAt }) => ({ headers, body, json: parseJson(body), receivedAt }));
+  return recorded.map(({ method, headers, body, receivedAt }) => ({ method, headers, body, json: parseJson(body), receivedAt }));
 }
 
 /** Queues answers for the next webhook calls (one per call, in order); afterwards the receiver answers 200 "ok". */
@@ -136,4 +138,48 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+export type { LabProfile };
+
+/** A message a lab server accepted, as it saw it, plus the parsed content. */
+export interface LabMessage extends Omit<LabEmail, "raw"> {
+  raw: string;
+  parsed: ReceivedEmail;
+}
+
+export interface LabHandle {
+  id: string;
+  port: number;
+  /** Everything the server accepted, oldest first, and how many connections it took. */
+  state(): Promise<{ connections: number; emails: LabMessage[] }>;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+/** Starts a lab SMTP server with the given behaviour on its own port. */
+export async function labServer(profile: LabProfile): Promise<LabHandle> {
+  const { id, port } = await (await control("POST", "/control/lab/servers", profile)).json<{ id: string; port: number }>();
+  const state = async (suffix = "") => {
+    const { connections, emails: recorded } = await (await control(suffix ? "POST" : "GET", `/control/lab/servers/${id}${suffix}`)).json<{
+      connections: number;
+      emails: LabEmail[];
+    }>();
+    const parsed = await Promise.all(
+      recorded.map(async (e) => ({ ...e, parsed: await parseEmail({ mailFrom: e.mailFrom, rcptTo: e.rcptTo, raw: e.raw, authUser: e.authUser, receivedAt: e.receivedAt }) })),
+    );
+    return { connections, emails: parsed };
+  };
+  return {
+    id,
+    port,
+    state: () => state(),
+    stop: async () => void (await state("/stop")),
+    start: async () => void (await state("/start")),
+  };
+}
+
+/** Sets the clock the lab servers judge time by (greylisting); null returns them to real time. */
+export async function setLabClock(now: number | null): Promise<void> {
+  await (await control("POST", "/control/lab/clock", { now })).body?.cancel();
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { Env } from "../env";
+import { parseMailbox, type Mailbox } from "../notifications/email/address";
 import { parseDuration } from "./duration";
 
 const duration = (fallback: string) =>
@@ -56,16 +57,27 @@ const configSchema = z
         .filter((o) => o !== ""),
     ),
   NOTIFICATIONS_METHOD: z.enum(["smtp", "webhook"]).default("smtp"),
-  NOTIFICATIONS_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+  /**
+   * How long a message keeps being retried after temporary failures before it fails for good: Postfix's
+   * `maximal_queue_lifetime` (docs/email.md). Replaces the first tranche's attempt count, which lost mail in a
+   * one-minute outage.
+   */
+  NOTIFICATIONS_MAX_AGE: duration("5d"),
   /** First retry delay; each later attempt doubles it (with jitter), capped at an hour. */
   NOTIFICATIONS_RETRY_BASE: duration("5s"),
   NOTIFICATIONS_WEBHOOK_URL: optionalText,
   NOTIFICATIONS_WEBHOOK_SECRET: optionalText,
+  /** `Display Name <address>` or a bare address; the envelope sender is always the bare address. */
   EMAIL_FROM: optionalText,
+  /** The name Herald gives in EHLO; defaults to ACCESS_URL's host (docs/email.md). */
+  EMAIL_HELLO: optionalText,
   EMAIL_SMARTHOST: optionalText,
   EMAIL_USERNAME: optionalText,
   EMAIL_PASSWORD: optionalText,
-  /** `starttls` (default: upgrade when the server offers it), `tls` (implicit TLS, port 465) or `none`. */
+  /**
+   * `starttls` (default: upgrade, and refuse to authenticate or send when the server does not offer it), `tls`
+   * (implicit TLS, port 465) or `none` (plain text, for a relay on a trusted network).
+   */
   EMAIL_TLS: z.enum(["starttls", "tls", "none", ""]).default("starttls").transform((v) => (v === "" ? "starttls" : v)),
   OIDC_ISSUER_URL: optionalText,
   OIDC_CLIENT_ID: optionalText,
@@ -98,16 +110,29 @@ const configSchema = z
     if (c.GITHUB_CLIENT_ID && !c.GITHUB_CLIENT_SECRET) {
       ctx.addIssue({ code: "custom", path: ["GITHUB_CLIENT_SECRET"], message: "is required with GITHUB_CLIENT_ID" });
     }
+    if (c.EMAIL_FROM && !parseMailbox(c.EMAIL_FROM)) {
+      ctx.addIssue({ code: "custom", path: ["EMAIL_FROM"], message: "must be an address, optionally with a display name: Name <user@example.com>" });
+    }
+    if (c.EMAIL_HELLO && !HELLO_NAME.test(c.EMAIL_HELLO)) {
+      ctx.addIssue({ code: "custom", path: ["EMAIL_HELLO"], message: "must be a fully-qualified host name such as mail.example.com" });
+    }
     if (c.EMAIL_SMARTHOST && !/^[^:\s]+:\d{1,5}$/.test(c.EMAIL_SMARTHOST)) {
       ctx.addIssue({ code: "custom", path: ["EMAIL_SMARTHOST"], message: "must be host:port" });
     }
   });
+
+/** A domain of at least two labels, as Postfix's `reject_non_fqdn_helo_hostname` wants. */
+const HELLO_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
 
 export type Config = z.output<typeof configSchema> & {
   /** Origin of ACCESS_URL, e.g. "https://herald.example.com". */
   origin: string;
   /** True when ACCESS_URL is https: cookies get `Secure` and the `__Host-` prefix. */
   secure: boolean;
+  /** EMAIL_FROM parsed, or `Herald <noreply@ACCESS_URL's host>`. */
+  emailFrom: Mailbox;
+  /** EMAIL_HELLO, else ACCESS_URL's host name (an IP address as an address literal, `[192.0.2.1]`). */
+  emailHello: string;
 };
 
 export class ConfigError extends Error {
@@ -131,7 +156,15 @@ export function getConfig(env: Env): Config {
     throw new ConfigError(`Invalid configuration: ${problems}`);
   }
   const url = new URL(parsed.data.ACCESS_URL);
-  const config: Config = { ...parsed.data, origin: url.origin, secure: url.protocol === "https:" };
+  const host = url.hostname;
+  const ipLiteral = /^\d+\.\d+\.\d+\.\d+$/.test(host) ? `[${host}]` : host.startsWith("[") ? `[IPv6:${host.slice(1, -1)}]` : undefined;
+  const config: Config = {
+    ...parsed.data,
+    origin: url.origin,
+    secure: url.protocol === "https:",
+    emailFrom: (parsed.data.EMAIL_FROM && parseMailbox(parsed.data.EMAIL_FROM)) || { name: "Herald", address: `noreply@${ipLiteral ? "localhost" : host}` },
+    emailHello: parsed.data.EMAIL_HELLO ?? ipLiteral ?? host,
+  };
   cache.set(env, config);
   return config;
 }

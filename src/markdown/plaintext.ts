@@ -1,8 +1,10 @@
 import { Lexer, type Token, type Tokens } from "marked";
+import { safeHref } from "./links";
 
 /**
  * Markdown → plain text for clients that cannot render Markdown (SPEC §6: `plaintext` strips Markdown, links become
  * `text (url)`). Parsed by marked's lexer, so emphasis, headings, lists and escapes are understood, not regex-guessed.
+ * A URL the link policy refuses (links.ts) is left out: only its text remains.
  */
 export function markdownToPlaintext(markdown: string): string {
   const blocks = new Lexer({ gfm: true }).lex(markdown);
@@ -62,10 +64,15 @@ function renderInline(tokens: Token[] | undefined): string {
         case "link": {
           const link = token as Tokens.Link;
           const text = renderInline(link.tokens);
-          return text && text !== link.href ? `${text} (${link.href})` : link.href;
+          const href = safeHref(link.href);
+          if (!href) return text;
+          return text && text !== link.href ? `${text} (${href})` : href;
         }
-        case "image":
-          return (token as Tokens.Image).text;
+        case "image": {
+          const image = token as Tokens.Image;
+          const href = safeHref(image.href);
+          return href ? `${image.text || "image"} (${href})` : image.text;
+        }
         case "br":
           return "\n";
         case "escape":

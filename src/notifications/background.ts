@@ -30,30 +30,33 @@ export async function handleQueue(batch: MessageBatch<NotificationQueueMessage>,
     batch.ackAll();
     return;
   }
-  for (const message of batch.messages) {
-    try {
-      await dispatchMessage(env, message.body.messageId);
-      message.ack();
-    } catch (error) {
-      console.error(`[herald] queue consumer failed on ${message.body.messageId}: ${error instanceof Error ? error.name : "error"}`);
-      message.retry();
-    }
-  }
+  // Concurrently: a receiver that hangs holds up only its own message, never the rest of the batch.
+  await Promise.all(
+    batch.messages.map(async (message) => {
+      try {
+        await dispatchMessage(env, message.body.messageId);
+        message.ack();
+      } catch (error) {
+        console.error(`[herald] queue consumer failed on ${message.body.messageId}: ${error instanceof Error ? error.name : "error"}`);
+        message.retry();
+      }
+    }),
+  );
 }
 
 /**
  * Sends every due message again: expired leases (a worker died mid-send) become retryable, then due messages are
- * kicked oldest first. `minAgeMs` 0 is the resume path (everything pending, now).
+ * kicked oldest first. `minAgeMs` 0 is the resume path (everything pending, now). `at` is the scheduling clock.
  */
-export async function redrive(env: Env, minAgeMs: number): Promise<number> {
+export async function redrive(env: Env, minAgeMs: number, at = Date.now()): Promise<number> {
   const db = database(env.DB);
-  const now = nowIso();
+  const now = nowIso(at);
   await db
     .update(notificationMessages)
     .set({ status: "temporary_failure", statusReason: "lease expired before the send finished", leasedUntil: null, updatedAt: now })
     .where(and(eq(notificationMessages.status, "leased"), lt(notificationMessages.leasedUntil, now)));
   if (await readPaused(db)) return 0;
-  const cutoff = nowIso(Date.now() - minAgeMs);
+  const cutoff = nowIso(at - minAgeMs);
   const due = await db
     .select({ id: notificationMessages.id, method: notificationMessages.method })
     .from(notificationMessages)
@@ -61,16 +64,16 @@ export async function redrive(env: Env, minAgeMs: number): Promise<number> {
       or(
         // Pending past the straggler age: its direct send or queue message was lost.
         and(eq(notificationMessages.status, "pending"), lte(notificationMessages.createdAt, cutoff)),
-        // Retries that are due (a lease that expired above has no retry time: due at once).
+        // Every retry that is due (a lease that expired above has no retry time: due at once).
         and(
           eq(notificationMessages.status, "temporary_failure"),
-          or(isNull(notificationMessages.nextRetryAfter), lte(notificationMessages.nextRetryAfter, cutoff)),
+          or(isNull(notificationMessages.nextRetryAfter), lte(notificationMessages.nextRetryAfter, now)),
         ),
       ),
     )
     .orderBy(asc(notificationMessages.createdAt), asc(notificationMessages.id))
     .limit(REDRIVE_BATCH);
-  await kickMessages(env, due);
+  await kickMessages(env, due, at);
   return due.length;
 }
 

@@ -13,24 +13,38 @@ import { unseal } from "./sealed";
 import { readPaused } from "./settings";
 
 const CHANNELS: Record<DispatchMethod, Channel> = { smtp: sendEmail, webhook: sendWebhook, inbox: sendToInbox };
-/** A lease longer than any send's timeouts: past it, the cron assumes the worker died and re-drives. */
-export const LEASE_MS = 60_000;
+/**
+ * How long one send may take: inside the queue consumer's 15-minute wall-clock limit, and long enough for RFC 5321's
+ * 10-minute wait for the final reply to DATA (docs/email.md).
+ */
+export const SEND_BUDGET_MS = 13 * 60_000;
+/** A lease outlives any send, so the cron re-drives a message only when the worker that held it is gone. */
+export const LEASE_MS = 15 * 60_000;
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
 
 export type DispatchOutcome = "sent" | "retry" | "failed" | "skipped";
 
 /** Exponential backoff with jitter: attempt n waits between half and all of base·2^(n-1), capped at an hour. */
 export function backoffMs(config: Config, attempts: number): number {
-  const ceiling = Math.min(MAX_BACKOFF_MS, config.NOTIFICATIONS_RETRY_BASE * 2 ** Math.max(0, attempts - 1));
+  const ceiling = Math.min(MAX_BACKOFF_MS, config.NOTIFICATIONS_RETRY_BASE * 2 ** Math.min(30, Math.max(0, attempts - 1)));
   return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
 }
 
+/** "4d 23h", "2h 5m", "90s": how long a message was tried, for its final reason. */
+function formatAge(ms: number): string {
+  const s = Math.floor(ms / 1000);
+  const [d, h, m] = [Math.floor(s / 86_400), Math.floor((s % 86_400) / 3600), Math.floor((s % 3600) / 60)];
+  if (d > 0) return `${d}d ${h}h`;
+  if (h > 0) return `${h}h ${m}m`;
+  return m > 0 ? `${m}m ${s % 60}s` : `${s}s`;
+}
+
 /** Takes the message if it is due: one UPDATE decides, so two consumers never send the same message. */
-async function lease(db: Database, id: string): Promise<MessageRow | undefined> {
-  const now = nowIso();
+async function lease(db: Database, id: string, at: number): Promise<MessageRow | undefined> {
+  const now = nowIso(at);
   const rows = await db
     .update(notificationMessages)
-    .set({ status: "leased", leasedUntil: nowIso(Date.now() + LEASE_MS), attempts: sql`${notificationMessages.attempts} + 1`, updatedAt: now })
+    .set({ status: "leased", leasedUntil: nowIso(at + LEASE_MS), attempts: sql`${notificationMessages.attempts} + 1`, updatedAt: now })
     .where(
       and(
         eq(notificationMessages.id, id),
@@ -51,14 +65,15 @@ async function openPayload(config: Config, message: MessageRow): Promise<Record<
 }
 
 /**
- * Delivers one message by its method and records the outcome (SPEC §6): sent; a retryable failure scheduled with
- * backoff (or, at NOTIFICATIONS_MAX_ATTEMPTS, a permanent failure); or a permanent failure with its reason.
+ * Delivers one message by its method and records the outcome (docs/email.md): sent; a retryable failure scheduled
+ * with backoff until the message is NOTIFICATIONS_MAX_AGE old, then a permanent failure; or a permanent failure with
+ * its reason. `now` is the scheduling clock (the tests drive days of retries with it); sends use real time.
  */
-export async function dispatchMessage(env: Env, id: string): Promise<DispatchOutcome> {
+export async function dispatchMessage(env: Env, id: string, now = Date.now()): Promise<DispatchOutcome> {
   const config = getConfig(env);
   const db = database(env.DB);
   if (await readPaused(db)) return "skipped";
-  const message = await lease(db, id);
+  const message = await lease(db, id, now);
   if (!message) return "skipped";
 
   const [templates, recipients] = await db.batch([
@@ -80,22 +95,27 @@ export async function dispatchMessage(env: Env, id: string): Promise<DispatchOut
       data: (payload.data as Record<string, unknown>) ?? {},
       baseUrl: config.ACCESS_URL,
     });
-    await CHANNELS[message.method]({ env, config, message, template, rendered, payload: { ...payload, actions: rendered.actions } });
+    const deadline = Date.now() + SEND_BUDGET_MS;
+    await CHANNELS[message.method]({ env, config, message, template, rendered, payload: { ...payload, actions: rendered.actions }, deadline });
     await finish(db, message, { status: "sent", statusReason: null, sentAt: nowIso() });
     return "sent";
   } catch (error) {
     const failure = error instanceof DeliveryError ? error : new DeliveryError("unexpected delivery error", true);
     if (!(error instanceof DeliveryError)) console.error(`[herald] delivery of message ${id} failed unexpectedly: ${error instanceof Error ? error.name : "error"}`);
-    if (failure.retryable && message.attempts < config.NOTIFICATIONS_MAX_ATTEMPTS) {
-      const delay = backoffMs(config, message.attempts);
+    const age = now - Date.parse(message.createdAt);
+    if (failure.retryable && age < config.NOTIFICATIONS_MAX_AGE) {
+      // The last try falls at the maximum age itself, not somewhere past it.
+      const retryAt = Math.min(now + backoffMs(config, message.attempts), Date.parse(message.createdAt) + config.NOTIFICATIONS_MAX_AGE);
       await db
         .update(notificationMessages)
-        .set({ status: "temporary_failure", statusReason: failure.message, nextRetryAfter: nowIso(Date.now() + delay), leasedUntil: null, updatedAt: nowIso() })
+        .set({ status: "temporary_failure", statusReason: failure.message, nextRetryAfter: nowIso(retryAt), leasedUntil: null, updatedAt: nowIso(now) })
         .where(eq(notificationMessages.id, id));
-      await env.NOTIFICATION_QUEUE.send({ messageId: id }, { delaySeconds: Math.ceil(delay / 1000) });
+      await env.NOTIFICATION_QUEUE.send({ messageId: id }, { delaySeconds: Math.max(0, Math.ceil((retryAt - now) / 1000)) });
       return "retry";
     }
-    const reason = failure.retryable ? `gave up after ${message.attempts} attempts: ${failure.message}` : failure.message;
+    const reason = failure.retryable
+      ? `gave up after ${message.attempts} attempts over ${formatAge(age)} (NOTIFICATIONS_MAX_AGE): ${failure.message}`
+      : failure.message;
     await finish(db, message, { status: "permanent_failure", statusReason: reason, sentAt: null });
     return "failed";
   }
@@ -125,7 +145,7 @@ export async function deliverInboxNow(
   const config = getConfig(env);
   try {
     const rendered = renderTemplate(template, { user, labels, data: (message.payload.data as Record<string, unknown>) ?? {}, baseUrl: config.ACCESS_URL });
-    await sendToInbox({ env, config, message, template, rendered, payload: message.payload });
+    await sendToInbox({ env, config, message, template, rendered, payload: message.payload, deadline: Date.now() + SEND_BUDGET_MS });
     const now = nowIso();
     await database(env.DB)
       .update(notificationMessages)
@@ -141,7 +161,7 @@ export async function deliverInboxNow(
  * Starts delivery of freshly committed (or re-driven) messages: inbox copies go straight to the user's object, in
  * order, for the lowest latency to watchers; external ones go onto the queue.
  */
-export async function kickMessages(env: Env, messages: Pick<MessageRow, "id" | "method">[]): Promise<void> {
+export async function kickMessages(env: Env, messages: Pick<MessageRow, "id" | "method">[], now = Date.now()): Promise<void> {
   const external = messages.filter((m) => m.method !== "inbox");
   if (external.length > 0) {
     for (let i = 0; i < external.length; i += 100) {
@@ -151,7 +171,7 @@ export async function kickMessages(env: Env, messages: Pick<MessageRow, "id" | "
   for (const message of messages) {
     if (message.method !== "inbox") continue;
     try {
-      await dispatchMessage(env, message.id);
+      await dispatchMessage(env, message.id, now);
     } catch (error) {
       // The row is still pending or leased: the cron re-drives it.
       console.error(`[herald] direct inbox delivery of ${message.id} failed: ${error instanceof Error ? error.name : "error"}`);

@@ -1,6 +1,8 @@
-import { Marked } from "marked";
 import type { TemplateRow } from "../db/schema";
+import { escapeHtml, markdownToHtml } from "../markdown/html";
+import { safeHref } from "../markdown/links";
 import { markdownToPlaintext } from "../markdown/plaintext";
+import { stripControls } from "./email/mime";
 
 export interface RenderContext {
   user: { name: string; username: string; email: string };
@@ -22,8 +24,11 @@ type Escape = (value: string) => string;
 
 const PLACEHOLDER = /\{\{\s*(base_url|\.UserName|\.UserUsername|\.UserEmail|\.Labels\.([A-Za-z0-9_]+)|\.Data\.([A-Za-z0-9_]+))\s*\}\}/g;
 
-/** Label values are data, not Markdown: every character Markdown or HTML could interpret is escaped. */
-export const escapeMarkdown: Escape = (value) => value.replace(/[\\`*_{}[\]()#+\-.!|<>~&"']/g, (ch) => `\\${ch}`);
+/**
+ * Label values are data, not Markdown: control characters (line breaks among them) are removed, so a value can start
+ * neither a header nor a Markdown block, and every character Markdown or HTML could interpret is escaped.
+ */
+export const escapeMarkdown: Escape = (value) => stripControls(value).replace(/[\\`*_{}[\]()#+\-.!|<>~&"']/g, (ch) => `\\${ch}`);
 const verbatim: Escape = (value) => value;
 
 /**
@@ -43,22 +48,6 @@ export function fill(template: string, ctx: RenderContext, escape: Escape): stri
     }
     return "";
   });
-}
-
-// Raw HTML in Markdown is shown as text in e-mails, never interpreted: a custom message cannot inject markup.
-const markdownHtml = new Marked({ gfm: true, async: false });
-markdownHtml.use({
-  renderer: {
-    html: ({ text }) => escapeHtml(text),
-  },
-});
-
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
-}
-
-export function markdownToHtml(markdown: string): string {
-  return markdownHtml.parse(markdown) as string;
 }
 
 export function parseActions(json: string): { label: string; url: string }[] {
@@ -87,7 +76,12 @@ export function renderTemplate(template: TemplateRow, ctx: RenderContext): Rende
   }));
   const title = markdownToPlaintext(titleMarkdown);
   const body = markdownToPlaintext(bodyMarkdown);
-  const actionsHtml = actions.map((a) => `<p><a href="${escapeHtml(a.url)}">${escapeHtml(a.label)}</a></p>`).join("");
+  const actionsHtml = actions
+    .map((a) => {
+      const href = safeHref(a.url);
+      return `<p>${href ? `<a href="${escapeHtml(href)}">${escapeHtml(a.label)}</a>` : escapeHtml(a.label)}</p>`;
+    })
+    .join("");
   return {
     titleMarkdown,
     bodyMarkdown,

@@ -4,11 +4,19 @@ import { DISPATCH_METHODS, MESSAGE_STATUSES } from "../db/schema";
 export const CUSTOM_TITLE_MAX = 120;
 export const CUSTOM_MESSAGE_MAX = 2000;
 
-/** N1: at least one of title/message non-empty after trimming; lengths 120 / 2000 (SPEC §4). */
+/**
+ * N1: at least one of title/message non-empty after trimming; lengths 120 / 2000. The title becomes an e-mail Subject,
+ * so it may hold no control character at all (line breaks and tabs included); the message is Markdown and may have
+ * line breaks (docs/email.md).
+ */
 export const customNotificationBody = z
   .object({
     content: z.object({
-      title: z.string().max(CUSTOM_TITLE_MAX, `title must be at most ${CUSTOM_TITLE_MAX} characters`).default(""),
+      title: z
+        .string()
+        .max(CUSTOM_TITLE_MAX, `title must be at most ${CUSTOM_TITLE_MAX} characters`)
+        .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, "title must not contain control characters such as line breaks or tabs")
+        .default(""),
       message: z.string().max(CUSTOM_MESSAGE_MAX, `message must be at most ${CUSTOM_MESSAGE_MAX} characters`).default(""),
     }),
   })

@@ -11,6 +11,7 @@ import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "s
 import type { TestProject } from "vitest/node";
 import { GithubPeer, type GithubAccount, type GithubEmail, type GithubScriptedError } from "./github";
 import { OidcPeer, type OidcAccount, type OidcScriptedError } from "./oidc";
+import { SmtpLab, type LabProfile } from "./smtp-lab";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -40,8 +41,9 @@ export interface RecordedEmail {
   receivedAt: string;
 }
 
-/** One request received on POST /webhook. */
+/** One request received on /webhook (a POST, or a GET from a client that followed a redirect). */
 export interface RecordedWebhook {
+  method: string;
   /** Request headers; names are lower-cased, repeated headers joined with ", ". */
   headers: Record<string, string>;
   body: string;
@@ -51,6 +53,10 @@ export interface RecordedWebhook {
 export interface ScriptedResponse {
   status: number;
   body?: string;
+  /** A Location header (for 3xx answers). */
+  location?: string;
+  /** Hold the answer this long (a receiver that hangs). */
+  delayMs?: number;
 }
 
 const HOST = "127.0.0.1";
@@ -65,6 +71,7 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
   const smtpPort = await smtp.start(0);
   const oidc = await OidcPeer.start(HOST);
   const github = await GithubPeer.start(HOST);
+  const lab = new SmtpLab();
 
   const http = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
@@ -80,11 +87,30 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
     const route = `${req.method ?? "GET"} ${path}`;
     const body = await readBody(req);
 
+    const labRoute = /^(GET|POST) \/control\/lab\/servers\/(\d+)(\/stop|\/start)?$/.exec(route);
+    if (labRoute) {
+      const server = lab.get(labRoute[2] ?? "");
+      if (!server) return sendJson(res, 404, { error: "no such lab server" });
+      if (labRoute[3] === "/stop") await server.stop();
+      if (labRoute[3] === "/start") await server.start();
+      return sendJson(res, 200, { port: server.port, connections: server.connections, emails: server.emails });
+    }
+
     switch (route) {
+      case "POST /control/lab/servers":
+        return sendJson(res, 200, await lab.create(jsonObject(body, "lab/servers") as LabProfile));
+      case "POST /control/lab/clock": {
+        const { now } = jsonObject(body, "lab/clock");
+        if (now !== null && typeof now !== "number") throw new BadRequest("lab/clock: now must be epoch ms or null");
+        lab.setClock(now);
+        return sendJson(res, 200, { now: lab.clock() });
+      }
+      case "GET /webhook":
       case "POST /webhook": {
-        webhooks.push({ headers: flattenHeaders(req), body, receivedAt: new Date().toISOString() });
+        webhooks.push({ method: req.method ?? "", headers: flattenHeaders(req), body, receivedAt: new Date().toISOString() });
         const next = script.shift() ?? { status: 200, body: "ok" };
-        res.writeHead(next.status, { "content-type": "text/plain" });
+        if (next.delayMs) await new Promise((resolve) => setTimeout(resolve, next.delayMs));
+        res.writeHead(next.status, { "content-type": "text/plain", ...(next.location ? { location: next.location } : {}) });
         res.end(next.body ?? "");
         return;
       }
@@ -136,7 +162,7 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
   provide("githubApiUrl", github.apiUrl);
 
   return async () => {
-    await Promise.all([smtp.stop(), oidc.stop(), github.stop()]);
+    await Promise.all([smtp.stop(), oidc.stop(), github.stop(), lab.stopAll()]);
     // workerd keeps HTTP connections alive; drop them so close() does not wait for their idle timeout.
     http.closeAllConnections();
     await new Promise<void>((resolve) => http.close(() => resolve()));
@@ -262,12 +288,21 @@ function parseScript(body: string): ScriptedResponse[] {
   if (!Array.isArray(parsed)) throw new BadRequest("webhook-responses: expected a JSON array of {status, body?}");
   return parsed.map((entry: unknown, i): ScriptedResponse => {
     if (typeof entry !== "object" || entry === null) throw new BadRequest(`webhook-responses[${i}]: not an object`);
-    const { status, body: text } = entry as { status?: unknown; body?: unknown };
+    const { status, body: text, location, delayMs } = entry as { status?: unknown; body?: unknown; location?: unknown; delayMs?: unknown };
     if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
       throw new BadRequest(`webhook-responses[${i}]: status must be an integer HTTP status (200-599)`);
     }
     if (text !== undefined && typeof text !== "string") throw new BadRequest(`webhook-responses[${i}]: body must be a string`);
-    return text === undefined ? { status } : { status, body: text };
+    if (location !== undefined && typeof location !== "string") throw new BadRequest(`webhook-responses[${i}]: location must be a string`);
+    if (delayMs !== undefined && (typeof delayMs !== "number" || delayMs < 0 || delayMs > 60_000)) {
+      throw new BadRequest(`webhook-responses[${i}]: delayMs must be 0-60000`);
+    }
+    return {
+      status,
+      ...(text === undefined ? {} : { body: text }),
+      ...(location === undefined ? {} : { location }),
+      ...(delayMs === undefined ? {} : { delayMs }),
+    };
   });
 }
 

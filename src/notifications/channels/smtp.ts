@@ -1,43 +1,59 @@
-import { LogLevel, WorkerMailer } from "worker-mailer";
+import { isAddress, domainOf } from "../email/address";
+import { composeEmail } from "../email/mime";
+import { sendMail, SmtpFailure } from "../email/smtp-client";
 import { emailText } from "../render";
 import { DeliveryError, type DeliveryContext } from "./types";
 
-const TIMEOUT_MS = 15_000;
-
-/** SMTP replies 5xx are permanent refusals (bad recipient, rejected sender); connection trouble and 4xx are not. */
-function classify(error: unknown): DeliveryError {
-  const text = error instanceof Error ? error.message : String(error);
-  const code = /\b([45])\d\d\b/.exec(text)?.[1];
-  return new DeliveryError(`smtp: ${text.slice(0, 200)}`, code !== "5");
+/**
+ * SMTP failures by what they mean for a retry: a reply code of the command that failed decides (4xx temporary,
+ * 5xx permanent); connection trouble and timeouts are temporary; TLS failures and policy refusals (no STARTTLS, no
+ * usable AUTH) are configuration problems that no retry fixes.
+ */
+export function classifySmtpFailure(error: unknown): DeliveryError {
+  if (!(error instanceof SmtpFailure)) return new DeliveryError("smtp: unexpected error", true);
+  const retryable =
+    error.kind === "reply" ? error.code !== undefined && error.code >= 400 && error.code < 500 : error.kind === "network" || error.kind === "timeout";
+  return new DeliveryError(`smtp: ${error.message.slice(0, 300)}`, retryable);
 }
 
-/** Multipart text + HTML through worker-mailer over cloudflare:sockets (SPEC §6). */
-export async function sendEmail({ config, rendered, payload }: DeliveryContext): Promise<void> {
+/** The Message-ID of a message: its log id on the sender's domain, so every retry carries the same one. */
+export function messageIdFor(messageId: string, fromAddress: string): string {
+  return `${messageId}@${domainOf(fromAddress)}`;
+}
+
+/** Multipart text + HTML to the recipient through the configured smarthost (docs/email.md). */
+export async function sendEmail({ config, message, rendered, payload, deadline }: DeliveryContext): Promise<void> {
   const smarthost = config.EMAIL_SMARTHOST;
   if (!smarthost) throw new DeliveryError("e-mail delivery is not configured (EMAIL_SMARTHOST)", false);
   const to = typeof payload.user_email === "string" ? payload.user_email : "";
   if (!to) throw new DeliveryError("the recipient has no e-mail address", false);
-  const [host = "", port = "25"] = smarthost.split(":");
-  const from = config.EMAIL_FROM ?? `Herald <noreply@${new URL(config.ACCESS_URL).hostname}>`;
-  let mailer: WorkerMailer | undefined;
+  if (!isAddress(to)) throw new DeliveryError("the recipient's e-mail address cannot be used in SMTP", false);
+  const separator = smarthost.lastIndexOf(":");
+  const from = config.emailFrom;
+  const data = composeEmail({
+    from,
+    to,
+    subject: rendered.title,
+    text: emailText(rendered),
+    html: rendered.html,
+    messageId: messageIdFor(message.id, from.address),
+    date: new Date(),
+  });
+  const credentials = config.EMAIL_USERNAME ? { username: config.EMAIL_USERNAME, password: config.EMAIL_PASSWORD ?? "" } : undefined;
   try {
-    mailer = await WorkerMailer.connect({
-      host,
-      port: Number(port),
-      secure: config.EMAIL_TLS === "tls",
-      startTls: config.EMAIL_TLS === "starttls",
-      ...(config.EMAIL_USERNAME && config.EMAIL_PASSWORD
-        ? { credentials: { username: config.EMAIL_USERNAME, password: config.EMAIL_PASSWORD }, authType: ["plain", "login"] as ("plain" | "login")[] }
-        : {}),
-      // Its INFO log echoes the conversation (addresses, maybe a passcode link): errors reach our status instead.
-      logLevel: LogLevel.NONE,
-      socketTimeoutMs: TIMEOUT_MS,
-      responseTimeoutMs: TIMEOUT_MS,
-    });
-    await mailer.send({ from, to, subject: rendered.title, text: emailText(rendered), html: rendered.html });
+    await sendMail(
+      {
+        host: smarthost.slice(0, separator),
+        port: Number(smarthost.slice(separator + 1)),
+        tls: config.EMAIL_TLS,
+        hello: config.emailHello,
+        ...(credentials ? { credentials } : {}),
+        deadline,
+      },
+      { from: from.address, to },
+      data,
+    );
   } catch (error) {
-    throw classify(error);
-  } finally {
-    await mailer?.close().catch(() => undefined);
+    throw classifySmtpFailure(error);
   }
 }

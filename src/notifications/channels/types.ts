@@ -22,6 +22,8 @@ export interface DeliveryContext {
   rendered: RenderedNotification;
   /** The payload as sent: labels opened, actions rendered, no sealed fields. */
   payload: Record<string, unknown>;
+  /** Epoch ms by which the send must be over (inside the lease, and the queue consumer's wall-clock limit). */
+  deadline: number;
 }
 
 export type Channel = (ctx: DeliveryContext) => Promise<void>;

@@ -20,8 +20,11 @@ function retryableStatus(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
 }
 
-/** POSTs Coder's webhook body (SPEC §6) with `X-Message-Id`, signed when a secret is configured. */
-export async function sendWebhook({ config, message, rendered, payload }: DeliveryContext): Promise<void> {
+/**
+ * POSTs Coder's webhook body with `X-Message-Id`, signed when a secret is configured (docs/email.md). The message id
+ * is the `webhook-id` of every attempt, so receivers can drop a retry they already processed.
+ */
+export async function sendWebhook({ config, message, rendered, payload, deadline }: DeliveryContext): Promise<void> {
   const url = config.NOTIFICATIONS_WEBHOOK_URL;
   if (!url) throw new DeliveryError("webhook delivery is not configured (NOTIFICATIONS_WEBHOOK_URL)", false);
   const body = JSON.stringify({
@@ -42,7 +45,8 @@ export async function sendWebhook({ config, message, rendered, payload }: Delive
   }
   let response: Response;
   try {
-    response = await fetch(url, { method: "POST", headers, body, signal: AbortSignal.timeout(TIMEOUT_MS) });
+    // Never follow a redirect: fetch would turn the POST into a GET without the body and call it a success.
+    response = await fetch(url, { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(Math.max(1, Math.min(TIMEOUT_MS, deadline - Date.now()))) });
   } catch (error) {
     const reason = error instanceof Error && error.name === "TimeoutError" ? "timed out" : "could not connect";
     throw new DeliveryError(`webhook ${reason}`, true);
@@ -50,6 +54,14 @@ export async function sendWebhook({ config, message, rendered, payload }: Delive
   if (response.ok) {
     await response.body?.cancel();
     return;
+  }
+  if (response.status >= 300 && response.status < 400) {
+    await response.body?.cancel();
+    const location = response.headers.get("location");
+    throw new DeliveryError(
+      `webhook answered ${response.status} (a redirect${location ? ` to ${location.slice(0, 200)}` : ""}); redirects are not followed, set NOTIFICATIONS_WEBHOOK_URL to the final URL`,
+      false,
+    );
   }
   const excerpt = (await response.text().catch(() => "")).slice(0, 200);
   throw new DeliveryError(`webhook answered ${response.status}${excerpt ? `: ${excerpt}` : ""}`, retryableStatus(response.status));
