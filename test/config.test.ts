@@ -18,6 +18,10 @@ describe("configuration (SPEC §8): invalid settings fail loudly, naming the var
     ["a GitHub id without a secret", { GITHUB_CLIENT_ID: "id", GITHUB_CLIENT_SECRET: "" }, /GITHUB_CLIENT_SECRET/],
     ["a duration that is not one", { SESSION_DURATION: "a day" }, /SESSION_DURATION/],
     ["an auth cache over a minute", { AUTH_CACHE_TTL: "5m" }, /AUTH_CACHE_TTL/],
+    ["a sender that is no address", { EMAIL_FROM: "Herald Alerts" }, /EMAIL_FROM/],
+    ["a sender with a line break", { EMAIL_FROM: "Herald\r\nBcc: x@evil.example <alerts@example.com>" }, /EMAIL_FROM/],
+    ["a bare-label EHLO name", { EMAIL_HELLO: "localhost" }, /EMAIL_HELLO/],
+    ["a maximum age that is no duration", { NOTIFICATIONS_MAX_AGE: "forever" }, /NOTIFICATIONS_MAX_AGE/],
   ];
   for (const [name, overrides, variable] of invalid) {
     it(`rejects ${name}`, () => {
@@ -44,5 +48,17 @@ describe("configuration (SPEC §8): invalid settings fail loudly, naming the var
     expect(config.CORS_ALLOWED_ORIGINS).toEqual(["https://a.example.com", "https://b.example.com"]);
     expect(config.origin).toBe("https://herald.example.com");
     expect(config.secure).toBe(true);
+  });
+
+  it("derives the e-mail sender, the EHLO name and the maximum age (docs/email.md)", () => {
+    const named = configWith({ EMAIL_FROM: '"Herald, Alerts" <alerts@example.com>', ACCESS_URL: "https://herald.example.com", EMAIL_HELLO: undefined });
+    expect(named.emailFrom).toEqual({ name: "Herald, Alerts", address: "alerts@example.com" });
+    expect(named.emailHello).toBe("herald.example.com");
+    expect(named.NOTIFICATIONS_MAX_AGE).toBe(5 * 24 * 3600 * 1000);
+    const defaults = configWith({ EMAIL_FROM: undefined, ACCESS_URL: "http://127.0.0.1:8787", EMAIL_HELLO: undefined, NOTIFICATIONS_MAX_AGE: "36h" });
+    expect(defaults.emailFrom).toEqual({ name: "Herald", address: "noreply@localhost" });
+    expect(defaults.emailHello).toBe("[127.0.0.1]");
+    expect(defaults.NOTIFICATIONS_MAX_AGE).toBe(36 * 3600 * 1000);
+    expect(configWith({ EMAIL_HELLO: "mail.example.org" }).emailHello).toBe("mail.example.org");
   });
 });

@@ -208,17 +208,19 @@ describe("SMTP matrix: TLS (docs/email.md)", () => {
 });
 
 describe("SMTP matrix: replies and timing (docs/email.md)", () => {
-  it("greylisting: 451 is temporary, and the same message goes through once the greylist has passed", async () => {
+  it("greylisting: 451 is temporary, and the same message (same Message-ID) goes through once the greylist has passed", async () => {
     const start = Date.now();
+    const id = uuidv7();
     await setLabClock(start);
     try {
-      const first = await attempt({ greylistMs: 120_000 }, { EMAIL_TLS: "none" });
+      const first = await attempt({ greylistMs: 120_000 }, { EMAIL_TLS: "none" }, { id });
       expect(first.error?.retryable).toBe(true);
       expect(first.error?.message).toBe("smtp: RCPT TO answered 451 4.7.1 Greylisted, see https://postgrey.schweikert.ch/help/");
       await setLabClock(start + 60_000);
-      expect((await attempt({}, { EMAIL_TLS: "none" }, { lab: first.lab })).error?.retryable).toBe(true);
+      expect((await attempt({}, { EMAIL_TLS: "none" }, { lab: first.lab, id })).error?.retryable).toBe(true);
       await setLabClock(start + 121_000);
-      await delivered(await attempt({}, { EMAIL_TLS: "none" }, { lab: first.lab }));
+      const mail = await delivered(await attempt({}, { EMAIL_TLS: "none" }, { lab: first.lab, id }));
+      expect(mail.parsed.headers["message-id"]).toBe(`<${id}@herald.test>`);
     } finally {
       await setLabClock(null);
     }
