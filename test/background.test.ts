@@ -37,6 +37,18 @@ describe("cron: re-drive and purge (SPEC §6)", () => {
     expect((await list(user.token)).notifications.filter((n) => n.title === "once only")).toHaveLength(1);
   });
 
+  it("re-drives every retry that is due, even one due a moment ago (docs/email.md)", async () => {
+    const user = await createUser();
+    await call("POST", "/notifications/custom", { token: user.token, body: { content: { title: "due now" } } });
+    const row = await inboxRowOf(user.id);
+    const justNow = new Date(Date.now() - 1_000).toISOString();
+    await env.DB.prepare("UPDATE notification_messages SET status = 'temporary_failure', next_retry_after = ?, sent_at = NULL WHERE id = ?").bind(justNow, row.id).run();
+    await handleScheduled(env);
+    const after = await env.DB.prepare("SELECT * FROM notification_messages WHERE id = ?").bind(row.id).first<Row>();
+    expect(after?.status).toBe("sent");
+    expect((await list(user.token)).notifications.filter((n) => n.title === "due now")).toHaveLength(1);
+  });
+
   it("purges finished messages after 7 days and keeps younger ones", async () => {
     const user = await createUser();
     await call("POST", "/notifications/custom", { token: user.token, body: { content: { title: "old news" } } });

@@ -1,7 +1,9 @@
 import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { getConfig } from "../src/config/config";
-import type { MessageRow, TemplateRow } from "../src/db/schema";
+import { database } from "../src/db/client";
+import { notificationTemplates, type MessageRow, type TemplateRow } from "../src/db/schema";
 import type { Env } from "../src/env";
 import { uuidv7 } from "../src/lib/crypto";
 import { sendEmail } from "../src/notifications/channels/smtp";
@@ -20,21 +22,9 @@ const TO = "alice@example.net";
 type Settings = Partial<Pick<Env, "EMAIL_TLS" | "EMAIL_USERNAME" | "EMAIL_PASSWORD" | "EMAIL_FROM" | "EMAIL_HELLO" | "ACCESS_URL">>;
 
 async function customTemplate(): Promise<TemplateRow> {
-  const row = await env.DB.prepare("SELECT * FROM notification_templates WHERE id = ?").bind(TEMPLATE_IDS.custom).first<Record<string, unknown>>();
-  if (!row) throw new Error("custom template missing");
-  return {
-    id: String(row.id),
-    name: String(row.name),
-    titleTemplate: String(row.title_template),
-    bodyTemplate: String(row.body_template),
-    actions: String(row.actions),
-    group: String(row.group),
-    method: "",
-    kind: "custom",
-    enabledByDefault: true,
-    mandatory: false,
-    externalOnly: false,
-  };
+  const [template] = await database(env.DB).select().from(notificationTemplates).where(eq(notificationTemplates.id, TEMPLATE_IDS.custom));
+  if (!template) throw new Error("custom template missing");
+  return template;
 }
 
 function messageRow(id = uuidv7()): MessageRow {

@@ -143,8 +143,7 @@ function parseJson(text: string): unknown {
 export type { LabProfile };
 
 /** A message a lab server accepted, as it saw it, plus the parsed content. */
-export interface LabMessage extends Omit<LabEmail, "raw"> {
-  raw: string;
+export interface LabMessage extends LabEmail {
   parsed: ReceivedEmail;
 }
 
@@ -165,9 +164,7 @@ export async function labServer(profile: LabProfile): Promise<LabHandle> {
       connections: number;
       emails: LabEmail[];
     }>();
-    const parsed = await Promise.all(
-      recorded.map(async (e) => ({ ...e, parsed: await parseEmail({ mailFrom: e.mailFrom, rcptTo: e.rcptTo, raw: e.raw, authUser: e.authUser, receivedAt: e.receivedAt }) })),
-    );
+    const parsed = await Promise.all(recorded.map(async (e) => ({ ...e, parsed: await parseEmail(e) })));
     return { connections, emails: parsed };
   };
   return {

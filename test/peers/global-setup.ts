@@ -7,11 +7,10 @@
 // (see test/peers.ts and test/oauth-peers.ts for the workerd-side helpers).
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Server as NetServer, Socket } from "node:net";
-import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "smtp-server";
 import type { TestProject } from "vitest/node";
 import { GithubPeer, type GithubAccount, type GithubEmail, type GithubScriptedError } from "./github";
 import { OidcPeer, type OidcAccount, type OidcScriptedError } from "./oidc";
-import { SmtpLab, type LabProfile } from "./smtp-lab";
+import { LabServer, SmtpLab, type LabEmail, type LabProfile } from "./smtp-lab";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -28,18 +27,8 @@ declare module "vitest" {
   }
 }
 
-/** One message accepted by the SMTP peer. Shared with test/peers.ts through JSON. */
-export interface RecordedEmail {
-  /** Envelope sender (MAIL FROM); "" for the null sender `<>`. */
-  mailFrom: string;
-  /** Envelope recipients (RCPT TO), in order. */
-  rcptTo: string[];
-  /** The message as received after DATA (RFC 822 text, dot-unstuffed), decoded as UTF-8. */
-  raw: string;
-  /** Username the client authenticated with, or null when it sent no AUTH. */
-  authUser: string | null;
-  receivedAt: string;
-}
+/** One message accepted by the shared SMTP peer. Shared with test/peers.ts through JSON. */
+export type RecordedEmail = LabEmail;
 
 /** One request received on /webhook (a POST, or a GET from a client that followed a redirect). */
 export interface RecordedWebhook {
@@ -62,16 +51,17 @@ export interface ScriptedResponse {
 const HOST = "127.0.0.1";
 
 export default async function setup({ provide }: TestProject): Promise<() => Promise<void>> {
-  const emails: RecordedEmail[] = [];
   const webhooks: RecordedWebhook[] = [];
   const script: ScriptedResponse[] = [];
 
-  const smtp = new SmtpPeer(emails);
-  // Port 0 lets the OS pick a free port; every later restart reuses it so the Worker's EMAIL_SMARTHOST stays valid.
-  const smtpPort = await smtp.start(0);
+  // The SMTP server the whole suite shares: plain text (the Worker uses EMAIL_TLS=none), AUTH PLAIN/LOGIN offered and
+  // optional, any credentials accepted (tests assert on the recorded username). A restart keeps its port, so the
+  // Worker's EMAIL_SMARTHOST stays valid.
+  const lab = new SmtpLab();
+  const smtp = new LabServer({ auth: "optional", acceptAnyCredentials: true }, lab.clock);
+  const smtpPort = await smtp.start();
   const oidc = await OidcPeer.start(HOST);
   const github = await GithubPeer.start(HOST);
-  const lab = new SmtpLab();
 
   const http = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
@@ -115,11 +105,11 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
         return;
       }
       case "GET /control/emails":
-        return sendJson(res, 200, emails);
+        return sendJson(res, 200, smtp.emails);
       case "GET /control/webhooks":
         return sendJson(res, 200, webhooks);
       case "POST /control/reset":
-        emails.length = 0;
+        smtp.emails.length = 0;
         webhooks.length = 0;
         script.length = 0;
         oidc.reset();
@@ -134,7 +124,7 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
         await smtp.stop();
         return sendJson(res, 200, { listening: false });
       case "POST /control/smtp/start":
-        await smtp.start(smtpPort);
+        await smtp.start();
         return sendJson(res, 200, { listening: true, port: smtpPort });
       case "POST /control/oidc/next-login":
         oidc.setNextLogin(parseOidcAccount(body));
@@ -167,90 +157,6 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
     http.closeAllConnections();
     await new Promise<void>((resolve) => http.close(() => resolve()));
   };
-}
-
-/**
- * The SMTP peer. Stopping destroys every open connection and closes the listening socket, so a client sees a refused
- * connection (not a hanging one); starting builds a fresh SMTPServer on the same port, because a closed SMTPServer's
- * graceful-shutdown timer and state are not meant to be reused.
- */
-class SmtpPeer {
-  private server: SMTPServer | undefined;
-  private readonly sockets = new Set<Socket>();
-  /** Auth usernames by session id: smtp-server types `session.user` as `any`, this keeps it typed. */
-  private readonly authUsers = new Map<string, string>();
-
-  constructor(private readonly emails: RecordedEmail[]) {}
-
-  async start(port: number): Promise<number> {
-    if (this.server) return (this.server.server.address() as AddressInfo).port;
-    const server = new SMTPServer({
-      secure: false,
-      // No TLS at all: the Worker is configured with EMAIL_TLS=none, and without STARTTLS smtp-server lets AUTH run in
-      // clear text (allowInsecureAuth says so explicitly).
-      disabledCommands: ["STARTTLS"],
-      allowInsecureAuth: true,
-      authOptional: true,
-      authMethods: ["PLAIN", "LOGIN"],
-      // 127.0.0.1 has no useful PTR record; skipping the lookup keeps the greeting instant.
-      disableReverseLookup: true,
-      logger: false,
-      onAuth: (auth, session, callback) => {
-        // Any credentials are accepted; tests assert on the recorded username instead.
-        const username = auth.username ?? "";
-        this.authUsers.set(session.id, username);
-        callback(null, { user: { username } });
-      },
-      onData: (stream, session, callback) => {
-        this.collect(stream, session).then(
-          () => callback(),
-          (error: unknown) => callback(error instanceof Error ? error : new Error(String(error))),
-        );
-      },
-      onClose: (session) => {
-        this.authUsers.delete(session.id);
-      },
-    });
-    // Track raw sockets so stop() can cut live sessions instead of waiting smtp-server's 30 s grace period.
-    server.server.on("connection", (socket: Socket) => {
-      this.sockets.add(socket);
-      socket.once("close", () => this.sockets.delete(socket));
-    });
-    // Client resets (e.g. from stop()) surface as server errors; they are expected here and must not crash Node.
-    server.on("error", () => {});
-    this.server = server;
-    try {
-      // SMTPServer.listen() is a pass-through to its net.Server, which is the one to watch for "error".
-      return await listen(server.server, port);
-    } catch (error) {
-      this.server = undefined;
-      throw error;
-    }
-  }
-
-  async stop(): Promise<void> {
-    const server = this.server;
-    if (!server) return;
-    this.server = undefined;
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    // net.Server.close() only stops accepting; its callback fires once every accepted socket is gone.
-    for (const socket of this.sockets) socket.destroy();
-    this.sockets.clear();
-    await closed;
-  }
-
-  private async collect(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of stream) chunks.push(chunk as Buffer);
-    const { mailFrom, rcptTo } = session.envelope;
-    this.emails.push({
-      mailFrom: mailFrom ? mailFrom.address : "",
-      rcptTo: rcptTo.map((r) => r.address),
-      raw: Buffer.concat(chunks).toString("utf8"),
-      authUser: this.authUsers.get(session.id) ?? null,
-      receivedAt: new Date().toISOString(),
-    });
-  }
 }
 
 /** Listens on 127.0.0.1 and resolves with the bound port, or rejects if the port cannot be bound. */

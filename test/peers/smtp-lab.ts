@@ -28,6 +28,8 @@ export interface LabProfile {
   /** Credentials that `required` (and any AUTH attempt) accepts. */
   username?: string;
   password?: string;
+  /** Accept any username and password (PLAIN and LOGIN), recording the username. */
+  acceptAnyCredentials?: boolean;
   starttls?: boolean;
   implicitTls?: boolean;
   cert?: CertName;
@@ -84,6 +86,7 @@ export class LabServer {
     private readonly clock: () => number,
   ) {}
 
+  /** Listens on a free port the first time, and on the same port after a stop. */
   async start(): Promise<number> {
     if (this.server) return this.port;
     const p = this.profile;
@@ -100,8 +103,9 @@ export class LabServer {
       disableReverseLookup: true,
       logger: false,
       onAuth: (login, session, callback) => {
-        const ok =
-          login.method === "CRAM-MD5"
+        const ok = p.acceptAnyCredentials
+          ? login.method !== "CRAM-MD5"
+          : login.method === "CRAM-MD5"
             ? login.username === p.username && login.validatePassword(p.password ?? "")
             : login.username === p.username && login.password === p.password;
         if (!ok) return callback(new SmtpError(535, "5.7.8 Error: authentication failed: bad username or password"));
@@ -137,6 +141,7 @@ export class LabServer {
     return this.port;
   }
 
+  /** Cuts open sessions and closes the port, so clients see a refused connection, not a hanging one. */
   async stop(): Promise<void> {
     const server = this.server;
     if (!server) return;

@@ -3,7 +3,7 @@ import type { MessageRow, TemplateRow } from "../../db/schema";
 import type { Env } from "../../env";
 import type { RenderedNotification } from "../render";
 
-/** A send either succeeds, fails in a way worth retrying, or fails for good (SPEC §6 classification). */
+/** A send either succeeds, fails in a way worth retrying, or fails for good (docs/email.md has the classification of each channel). */
 export class DeliveryError extends Error {
   override name = "DeliveryError";
   constructor(
