@@ -1,5 +1,6 @@
 import { connect } from "cloudflare:sockets";
 import { base64Text, chooseMechanism, cramMd5Response } from "./sasl";
+import { CertificateCollector, clientHello, describeCertificate } from "./tls-diagnosis";
 
 /**
  * A small SMTP submission client over `cloudflare:sockets` (RFC 5321, 3207, 4954), written for how relays really
@@ -106,6 +107,16 @@ class Connection {
     await this.writer.write(encoder.encode(text));
   }
 
+  /** Raw bytes, for the TLS diagnosis's own handshake after STARTTLS. */
+  async writeBytes(bytes: Uint8Array): Promise<void> {
+    await this.writer.write(bytes);
+  }
+
+  async readBytes(): Promise<Uint8Array | undefined> {
+    const { value, done } = await this.reader.read();
+    return done ? undefined : value;
+  }
+
   /** Reads one complete reply (all its continuation lines) or fails with a timeout. */
   async reply(command: string, timeoutMs: number): Promise<Reply> {
     return withTimeout(this.readReply(command), Math.min(timeoutMs, this.deadline - Date.now()), command);
@@ -202,15 +213,49 @@ export function dotStuff(data: string): string {
   return stuffed.endsWith(CRLF) ? stuffed : `${stuffed}${CRLF}`;
 }
 
+/** How long the certificate diagnosis may take, on top of the failed send. */
+const DIAGNOSIS_MS = 30_000;
+
 /**
  * workerd reports every refused certificate (expired, unknown issuer, wrong name) to the Worker as the same opaque
- * error, with the cause only in its own log (docs/email.md): the message names the three causes to check.
+ * error, with the cause only in its own log: a TLS 1.2 handshake of our own fetches the certificate and names the
+ * check it fails (tls-diagnosis.ts). When that cannot be done, the reason names all three causes.
  */
-function tlsFailure(options: SmtpOptions): SmtpFailure {
-  return new SmtpFailure(
-    "tls",
-    `the TLS handshake with ${options.host}:${options.port} failed: its certificate was refused (expired, not issued by a trusted authority, or not naming ${options.host}; the Workers runtime does not say which)`,
-  );
+async function tlsFailure(options: SmtpOptions): Promise<SmtpFailure> {
+  const reason =
+    (await diagnoseCertificate(options)) ??
+    `its certificate was refused (expired, not issued by a trusted authority, or not naming ${options.host}; the Workers runtime does not say which)`;
+  return new SmtpFailure("tls", `the TLS handshake with ${options.host}:${options.port} failed: ${reason}`);
+}
+
+async function diagnoseCertificate(options: SmtpOptions): Promise<string | undefined> {
+  const socket = connect({ hostname: options.host, port: options.port }, { secureTransport: "off", allowHalfOpen: false });
+  const conn = new Connection(socket, Date.now() + DIAGNOSIS_MS);
+  const diagnose = async (): Promise<string | undefined> => {
+    await socket.opened;
+    if (options.tls === "starttls") {
+      const greeting = await conn.reply("the greeting", DIAGNOSIS_MS);
+      if (greeting.code !== 220) return undefined;
+      await hello(conn, options.hello);
+      await command(conn, "STARTTLS", [220], DIAGNOSIS_MS);
+    }
+    await conn.writeBytes(clientHello(options.host));
+    const collector = new CertificateCollector();
+    for (;;) {
+      const chunk = await conn.readBytes();
+      if (!chunk) return undefined;
+      const der = collector.push(chunk);
+      if (der === null) return undefined;
+      if (der) return describeCertificate(der, options.host, Date.now());
+    }
+  };
+  try {
+    return await withTimeout(diagnose(), DIAGNOSIS_MS, "the certificate diagnosis");
+  } catch {
+    return undefined;
+  } finally {
+    await conn.close();
+  }
 }
 
 /** Whether a plain TCP connection to the server opens, to tell a refused certificate from a server that is down. */
@@ -255,7 +300,7 @@ export async function sendMail(options: SmtpOptions, envelope: Envelope, data: s
       await withTimeout(socket.opened, Math.min(SMTP_TIMEOUTS.greeting, options.deadline - Date.now()), "connect");
     } catch (error) {
       await socket.close().catch(() => undefined);
-      if (options.tls === "tls" && !(error instanceof SmtpFailure) && (await reachable(options))) throw tlsFailure(options);
+      if (options.tls === "tls" && !(error instanceof SmtpFailure) && (await reachable(options))) throw await tlsFailure(options);
       const reason = error instanceof SmtpFailure ? error.message : "the connection was refused or the host is unreachable";
       throw new SmtpFailure("network", `connection to ${options.host}:${options.port} failed (${reason})`);
     }
@@ -288,7 +333,7 @@ export async function sendMail(options: SmtpOptions, envelope: Envelope, data: s
     // The message is accepted; a failed QUIT changes nothing.
     await command(conn, "QUIT", [221], SMTP_TIMEOUTS.command).catch(() => undefined);
   } catch (error) {
-    if (tlsStage && !(error instanceof SmtpFailure && error.kind === "timeout")) throw tlsFailure(options);
+    if (tlsStage && !(error instanceof SmtpFailure && error.kind === "timeout")) throw await tlsFailure(options);
     if (error instanceof SmtpFailure) throw error;
     const text = error instanceof Error ? error.message : String(error);
     throw new SmtpFailure("network", `the connection to ${options.host}:${options.port} failed (${text.slice(0, 120)})`);
