@@ -43,12 +43,26 @@ function wrangler(args, extraEnv = {}) {
   });
 }
 
-ensureSecretKey();
-
 // The same machinery serves the end-to-end suite: PORT picks the port, and any extra arguments (--persist-to DIR,
-// --var KEY:VALUE …) go to `wrangler dev`; --persist-to also decides where the migrations are applied.
+// --var KEY:VALUE, --env-file FILE …) go to `wrangler dev`; --persist-to also decides where the migrations are applied.
 const port = process.env.PORT ?? "8787";
 const extra = process.argv.slice(2);
+const envFiles = extra.flatMap((arg, i) => (arg === "--env-file" && extra[i + 1] ? [path.resolve(extra[i + 1])] : []));
+
+// With --env-file, wrangler reads those files instead of .dev.vars, and they must bring their own SECRET_KEY.
+if (envFiles.length === 0) ensureSecretKey();
+
+/**
+ * ACCESS_URL follows PORT, so links in notifications and the OAuth callback URLs point at this server, unless it is
+ * set explicitly: as an environment variable, a --var, or in .dev.vars (or the --env-file files).
+ */
+function accessUrlArgs() {
+  if (extra.some((arg, i) => extra[i - 1] === "--var" && arg.startsWith("ACCESS_URL:"))) return [];
+  if (process.env.ACCESS_URL) return ["--var", `ACCESS_URL:${process.env.ACCESS_URL}`];
+  const files = envFiles.length > 0 ? envFiles : [devVars];
+  if (files.some((file) => existsSync(file) && /^\s*ACCESS_URL\s*=/m.test(readFileSync(file, "utf8")))) return [];
+  return ["--var", `ACCESS_URL:http://localhost:${port}`];
+}
 const persistAt = extra.indexOf("--persist-to");
 const persist = persistAt >= 0 && extra[persistAt + 1] ? ["--persist-to", extra[persistAt + 1]] : [];
 
@@ -56,4 +70,4 @@ const persist = persistAt >= 0 && extra[persistAt + 1] ? ["--persist-to", extra[
 const migrated = await wrangler(["d1", "migrations", "apply", "DB", "--local", ...persist], { CI: "true" });
 if (migrated !== 0) process.exit(migrated);
 
-process.exit(await wrangler(["dev", "--port", port, "--ip", "localhost", ...extra]));
+process.exit(await wrangler(["dev", "--port", port, "--ip", "localhost", ...accessUrlArgs(), ...extra]));

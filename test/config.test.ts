@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { ConfigError, getConfig } from "../src/config/config";
+import { CONFIG_KEYS, ConfigError, getConfig } from "../src/config/config";
 import type { Env } from "../src/env";
+import { PEER_VARS, WORKERD_VARS } from "./fixtures/vars";
 
 /** Each case is a fresh env object: the parsed configuration is cached per env. */
 const configWith = (overrides: Partial<Env>) => getConfig({ ...env, ...overrides });
@@ -60,5 +61,15 @@ describe("configuration (SPEC §8): invalid settings fail loudly, naming the var
     expect(defaults.emailHello).toBe("[127.0.0.1]");
     expect(defaults.NOTIFICATIONS_MAX_AGE).toBe(36 * 3600 * 1000);
     expect(configWith({ EMAIL_HELLO: "mail.example.org" }).emailHello).toBe("mail.example.org");
+  });
+});
+
+describe("the suite's settings are pinned", () => {
+  it("every configuration variable the Worker sees is the suite's own, so a developer's .dev.vars cannot change a test", () => {
+    const seen = env as unknown as Record<string, unknown>;
+    for (const key of CONFIG_KEYS) {
+      if ((PEER_VARS as readonly string[]).includes(key)) expect(String(seen[key]), key).toMatch(/^(http:\/\/)?127\.0\.0\.1:\d+/);
+      else expect(seen[key], key).toBe(WORKERD_VARS[key]);
+    }
   });
 });

@@ -1,128 +1,9 @@
-import { z } from "zod";
+import type { z } from "zod";
 import type { Env } from "../env";
 import { parseMailbox, type Mailbox } from "../notifications/email/address";
-import { parseDuration } from "./duration";
+import { configSchema } from "./schema";
 
-const duration = (fallback: string) =>
-  z
-    .string()
-    .default(fallback)
-    .transform((text, ctx) => {
-      const ms = parseDuration(text);
-      if (ms === undefined || ms <= 0) {
-        ctx.addIssue({ code: "custom", message: `"${text}" is not a duration such as 24h or 10m` });
-        return z.NEVER;
-      }
-      return ms;
-    });
-
-const bool = (fallback: boolean) =>
-  z
-    .enum(["true", "false", "1", "0", ""])
-    .default(fallback ? "true" : "false")
-    .transform((v) => (v === "" ? fallback : v === "true" || v === "1"));
-
-const optionalText = z
-  .string()
-  .optional()
-  .transform((v) => (v && v.trim() !== "" ? v.trim() : undefined));
-
-const configSchema = z
-  .object({
-  ACCESS_URL: z.url({ protocol: /^https?$/ }).default("http://localhost:8787"),
-  SECRET_KEY: z.string().min(32, "must be at least 32 characters of random data"),
-  SESSION_DURATION: duration("24h"),
-  /** How long an isolate may reuse what it loaded for a token (0s disables): bounds revocation delay elsewhere. */
-  AUTH_CACHE_TTL: z
-    .string()
-    .default("5s")
-    .transform((text, ctx) => {
-      const ms = parseDuration(text);
-      if (ms === undefined || ms < 0 || ms > 60_000) {
-        ctx.addIssue({ code: "custom", message: `"${text}" must be a duration from 0s to 60s` });
-        return z.NEVER;
-      }
-      return ms;
-    }),
-  TOKEN_MAX_LIFETIME: duration("720h"),
-  PASSWORD_AUTH_DISABLED: bool(false),
-  OTP_TTL: duration("10m"),
-  CORS_ALLOWED_ORIGINS: z
-    .string()
-    .default("")
-    .transform((v) =>
-      v
-        .split(",")
-        .map((o) => o.trim().replace(/\/$/, ""))
-        .filter((o) => o !== ""),
-    ),
-  NOTIFICATIONS_METHOD: z.enum(["smtp", "webhook"]).default("smtp"),
-  /**
-   * How long a message keeps being retried after temporary failures before it fails for good: Postfix's
-   * `maximal_queue_lifetime` (docs/email.md). Replaces the first tranche's attempt count, which lost mail in a
-   * one-minute outage.
-   */
-  NOTIFICATIONS_MAX_AGE: duration("5d"),
-  /** First retry delay; each later attempt doubles it (with jitter), capped at an hour. */
-  NOTIFICATIONS_RETRY_BASE: duration("5s"),
-  NOTIFICATIONS_WEBHOOK_URL: optionalText,
-  NOTIFICATIONS_WEBHOOK_SECRET: optionalText,
-  /** `Display Name <address>` or a bare address; the envelope sender is always the bare address. */
-  EMAIL_FROM: optionalText,
-  /** The name Herald gives in EHLO; defaults to ACCESS_URL's host (docs/email.md). */
-  EMAIL_HELLO: optionalText,
-  EMAIL_SMARTHOST: optionalText,
-  EMAIL_USERNAME: optionalText,
-  EMAIL_PASSWORD: optionalText,
-  /**
-   * `starttls` (default: upgrade, and refuse to authenticate or send when the server does not offer it), `tls`
-   * (implicit TLS, port 465) or `none` (plain text, for a relay on a trusted network).
-   */
-  EMAIL_TLS: z.enum(["starttls", "tls", "none", ""]).default("starttls").transform((v) => (v === "" ? "starttls" : v)),
-  OIDC_ISSUER_URL: optionalText,
-  OIDC_CLIENT_ID: optionalText,
-  OIDC_CLIENT_SECRET: optionalText,
-  OIDC_ALLOW_SIGNUPS: bool(false),
-  /** Comma-separated e-mail domains allowed to sign in through OIDC; empty allows any verified e-mail. */
-  OIDC_EMAIL_DOMAIN: z
-    .string()
-    .default("")
-    .transform((v) => v.split(",").map((d) => d.trim().toLowerCase()).filter((d) => d !== "")),
-  GITHUB_CLIENT_ID: optionalText,
-  GITHUB_CLIENT_SECRET: optionalText,
-  /** GitHub's web (authorize, token) and API base URLs; configurable for GitHub Enterprise and for tests. */
-  GITHUB_WEB_URL: z.url({ protocol: /^https?$/ }).default("https://github.com"),
-  GITHUB_API_URL: z.url({ protocol: /^https?$/ }).default("https://api.github.com"),
-  })
-  .superRefine((c, ctx) => {
-    if (c.NOTIFICATIONS_METHOD === "webhook" && !c.NOTIFICATIONS_WEBHOOK_URL) {
-      ctx.addIssue({ code: "custom", path: ["NOTIFICATIONS_WEBHOOK_URL"], message: "is required when NOTIFICATIONS_METHOD is webhook" });
-    }
-    if (c.OIDC_ISSUER_URL) {
-      const issuer = URL.parse(c.OIDC_ISSUER_URL);
-      // Plain http only for an issuer on this machine (development and tests); anywhere else tokens would be exposed.
-      const loopback = issuer !== null && /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/.test(issuer.hostname);
-      if (!issuer || !(issuer.protocol === "https:" || (issuer.protocol === "http:" && loopback))) {
-        ctx.addIssue({ code: "custom", path: ["OIDC_ISSUER_URL"], message: "must be an https URL (http only on loopback)" });
-      }
-      if (!c.OIDC_CLIENT_ID) ctx.addIssue({ code: "custom", path: ["OIDC_CLIENT_ID"], message: "is required with OIDC_ISSUER_URL" });
-    }
-    if (c.GITHUB_CLIENT_ID && !c.GITHUB_CLIENT_SECRET) {
-      ctx.addIssue({ code: "custom", path: ["GITHUB_CLIENT_SECRET"], message: "is required with GITHUB_CLIENT_ID" });
-    }
-    if (c.EMAIL_FROM && !parseMailbox(c.EMAIL_FROM)) {
-      ctx.addIssue({ code: "custom", path: ["EMAIL_FROM"], message: "must be an address, optionally with a display name: Name <user@example.com>" });
-    }
-    if (c.EMAIL_HELLO && !HELLO_NAME.test(c.EMAIL_HELLO)) {
-      ctx.addIssue({ code: "custom", path: ["EMAIL_HELLO"], message: "must be a fully-qualified host name such as mail.example.com" });
-    }
-    if (c.EMAIL_SMARTHOST && !/^[^:\s]+:\d{1,5}$/.test(c.EMAIL_SMARTHOST)) {
-      ctx.addIssue({ code: "custom", path: ["EMAIL_SMARTHOST"], message: "must be host:port" });
-    }
-  });
-
-/** A domain of at least two labels, as Postfix's `reject_non_fqdn_helo_hostname` wants. */
-const HELLO_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
+export { CONFIG_KEYS, type ConfigKey } from "./schema";
 
 export type Config = z.output<typeof configSchema> & {
   /** Origin of ACCESS_URL, e.g. "https://herald.example.com". */
@@ -143,7 +24,7 @@ export class ConfigError extends Error {
 const cache = new WeakMap<object, Config>();
 
 /**
- * Reads and validates the configuration (SPEC §8). Invalid configuration throws a ConfigError naming every bad
+ * Reads and validates the configuration (README, Configuration). Invalid configuration throws a ConfigError naming every bad
  * variable (never its value): the error handler logs it and answers 500, so a misconfiguration is loud at the first
  * request instead of silently changing behaviour.
  */

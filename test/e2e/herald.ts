@@ -1,8 +1,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { PINNED_VARS } from "../fixtures/vars";
 
 const root = path.resolve(import.meta.dirname, "../..");
 
@@ -24,12 +26,19 @@ export interface RunningHerald {
 }
 
 /**
- * Starts Herald exactly as `npm start` does (scripts/dev.mjs: secret, local migrations, wrangler dev), on the given
- * port with its own fresh local storage and the given variables, and waits until it answers /healthz.
+ * Starts Herald exactly as `npm start` does (scripts/dev.mjs: local migrations, wrangler dev), on the given port with
+ * its own fresh local storage, and waits until it answers /healthz. Every configuration variable comes from an env
+ * file of its own (PINNED_VARS, then `vars`, and a fresh SECRET_KEY): with --env-file, wrangler ignores the
+ * developer's .dev.vars, so nothing local changes what the suite sees.
  */
-export async function startHerald(port: number, vars: Record<string, string>): Promise<RunningHerald> {
+export async function startHerald(port: number, vars: Record<string, string>, options: { unset?: string[] } = {}): Promise<RunningHerald> {
   const persist = mkdtempSync(path.join(tmpdir(), "herald-e2e-"));
-  const args = ["scripts/dev.mjs", "--persist-to", persist, ...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`])];
+  const envFile = path.join(persist, "herald.env");
+  const settings: Record<string, string> = { ...PINNED_VARS, ACCESS_URL: `http://localhost:${port}`, SECRET_KEY: randomBytes(32).toString("hex"), ...vars };
+  // `unset` leaves a variable to npm start's own defaults (e.g. ACCESS_URL following PORT).
+  for (const key of options.unset ?? []) delete settings[key];
+  writeFileSync(envFile, Object.entries(settings).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join("\n"), { mode: 0o600 });
+  const args = ["scripts/dev.mjs", "--persist-to", persist, "--env-file", envFile];
   const child: ChildProcess = spawn(process.execPath, args, {
     cwd: root,
     env: { ...process.env, PORT: String(port), CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", CI: "true" },

@@ -3,6 +3,7 @@ import path from "node:path";
 import { createTestHarness } from "wrangler";
 import type { D1Database } from "@cloudflare/workers-types";
 import type { InboxDelivery } from "../../src/inbox/model";
+import { PINNED_VARS } from "../fixtures/vars";
 
 /** The bindings a Node-side test uses, typed by hand: the Worker's own Env type lives in the workers type world. */
 export interface HeraldBindings {
@@ -17,14 +18,15 @@ const root = path.resolve(import.meta.dirname, "../..");
 
 /**
  * The real Worker from wrangler.toml on a real local port (local D1, Durable Objects, rate limiters), for tests that
- * need a peer outside workerd — a browser, a Node client. The env gives the test direct access to the bindings.
+ * need a peer outside workerd — a browser, a Node client. The env gives the test direct access to the bindings. Every
+ * configuration variable is passed explicitly (PINNED_VARS, then `vars`), so a developer's .dev.vars changes nothing.
  */
 export async function startHerald(vars: Record<string, string> = {}) {
   process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
   process.env.WRANGLER_SEND_METRICS = "false";
   const server = createTestHarness({
     root,
-    workers: [{ configPath: "wrangler.toml", vars, secrets: { SECRET_KEY: randomBytes(32).toString("hex") } }],
+    workers: [{ configPath: "wrangler.toml", vars: { ...PINNED_VARS, ...vars }, secrets: { SECRET_KEY: randomBytes(32).toString("hex") } }],
   });
   const { url } = await server.listen();
   const worker = server.getWorker<HeraldBindings>();
