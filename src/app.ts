@@ -12,6 +12,7 @@ import { handleError, loadConfig, notFoundOrMethodNotAllowed } from "./http/midd
 import type { AppEnv } from "./http/types";
 import { externalLoginRoutes } from "./external/routes";
 import { inboxRoutes } from "./inbox/routes";
+import { landingRoutes } from "./landing/routes";
 import { notificationRoutes } from "./notifications/routes";
 import { preferenceRoutes } from "./notifications/preferences";
 import { keyRoutes } from "./users/keys";
@@ -64,6 +65,7 @@ app.use(
 );
 
 app.get("/healthz", (c) => c.text("OK"));
+app.route("/", landingRoutes);
 app.get("/api/v2/openapi.json", async (c) => (await import("./openapi/routes")).serveOpenApi(c));
 app.route("/api/v2", api);
 

@@ -36,6 +36,8 @@ export interface Env {
   OIDC_CLIENT_ID?: string;
   OIDC_CLIENT_SECRET?: string;
   OIDC_ALLOW_SIGNUPS?: string;
+  OIDC_SIGN_IN_TEXT?: string;
+  OIDC_ICON_URL?: string;
   OIDC_EMAIL_DOMAIN?: string;
   GITHUB_CLIENT_ID?: string;
   GITHUB_CLIENT_SECRET?: string;

@@ -454,6 +454,31 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
     expect(done.headers.get("Location")).toBe("/inbox/unread?page=2#top");
   });
 
+  it("lands on / by default, and / shows the browser who signed in, not a JSON 404 (SPEC §9.4)", async () => {
+    const user = await createExternalUser("oidc");
+    await oidcNextLogin(oidcAccount(user.email));
+    const { done, jar } = await signIn(OIDC_CALLBACK);
+    expect(done.headers.get("Location")).toBe("/");
+    const landing = await herald(new URL("/", HERALD), jar);
+    expect(landing.status).toBe(200);
+    expect(landing.headers.get("Content-Type")).toMatch(/^text\/html/);
+    expect(await landing.text()).toContain(`You are signed in as <code>${user.username}</code>`);
+  });
+
+  it("sends the browser back to a dashboard on an origin in CORS_ALLOWED_ORIGINS, and nowhere else (SPEC §9.4)", async () => {
+    const override = { CORS_ALLOWED_ORIGINS: "https://app.example.com" };
+    for (const [target, expected] of [
+      ["https://app.example.com/after?x=1", "https://app.example.com/after?x=1"],
+      ["https://elsewhere.example.com/after", "/"],
+    ]) {
+      const user = await createExternalUser("github");
+      await githubNextLogin(githubAccount(user.email));
+      const { done } = await signIn(GITHUB_CALLBACK, { query: { redirect: target ?? "" }, override });
+      expect(done.status, await peek(done)).toBe(302);
+      expect(done.headers.get("Location")).toBe(expected);
+    }
+  });
+
   it("never takes over a password user through its e-mail (wrong login type)", async () => {
     const user = await createUser();
     await oidcNextLogin(oidcAccount(user.email));

@@ -10,6 +10,7 @@ import { jsonBody } from "../http/validate";
 import { clearSessionCookie, setSessionCookie } from "./cookies";
 import { issueKey } from "./keys";
 import { LoginMessages, verifyLogin } from "./login";
+import { authMethods } from "./methods";
 import { checkPasswordPolicy } from "./passwords/policy";
 import { limitPerAccount, limitPerIp } from "./rate-limit";
 import { credentialsRevoked } from "./revocation";
@@ -18,8 +19,10 @@ import { requireAuth } from "./session";
 export const loginBody = z.object({ email: z.email().max(320), password: z.string().max(1024) });
 export const validatePasswordBody = z.object({ password: z.string().max(4096) });
 
-/** Sign-in and session endpoints: A3, A6 and logout. */
+/** Sign-in and session endpoints: A3, A6, logout, and the public list of sign-in methods. */
 export const authRoutes = new Hono<AppEnv>()
+  // Public, and mounted before /users/{user}, which would otherwise read "authmethods" as a user name.
+  .get("/users/authmethods", (c) => c.json(authMethods(c.var.config), 200))
   .post("/users/login", jsonBody(loginBody), async (c) => {
     const { email, password } = c.req.valid("json");
     const config = c.var.config;

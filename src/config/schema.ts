@@ -88,6 +88,9 @@ export const configSchema = z
   OIDC_CLIENT_ID: optionalText,
   OIDC_CLIENT_SECRET: optionalText,
   OIDC_ALLOW_SIGNUPS: bool(false),
+  /** The OIDC button's text and icon, as Coder's `signInText` / `iconUrl` (GET /users/authmethods). */
+  OIDC_SIGN_IN_TEXT: optionalText,
+  OIDC_ICON_URL: optionalText,
   /** Comma-separated e-mail domains allowed to sign in through OIDC; empty allows any verified e-mail. */
   OIDC_EMAIL_DOMAIN: z
     .string()
@@ -111,6 +114,9 @@ export const configSchema = z
         ctx.addIssue({ code: "custom", path: ["OIDC_ISSUER_URL"], message: "must be an https URL (http only on loopback)" });
       }
       if (!c.OIDC_CLIENT_ID) ctx.addIssue({ code: "custom", path: ["OIDC_CLIENT_ID"], message: "is required with OIDC_ISSUER_URL" });
+    }
+    if (c.OIDC_ICON_URL && !/^(https?:\/\/|\/)/i.test(c.OIDC_ICON_URL)) {
+      ctx.addIssue({ code: "custom", path: ["OIDC_ICON_URL"], message: "must be an http(s) URL or a path such as /icon/oidc.svg" });
     }
     if (c.GITHUB_CLIENT_ID && !c.GITHUB_CLIENT_SECRET) {
       ctx.addIssue({ code: "custom", path: ["GITHUB_CLIENT_SECRET"], message: "is required with GITHUB_CLIENT_ID" });

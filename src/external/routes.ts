@@ -38,9 +38,19 @@ interface ConversionCookie {
   toType: ExternalLoginType;
 }
 
-/** Only a path on this service: anything that could leave the origin (//host, \\host, a scheme) becomes "/". */
-export function safeRedirect(target: string | undefined, origin: string): string {
-  if (!target || !target.startsWith("/") || target.startsWith("//") || /[\\\u0000-\u001f]/.test(target)) return "/";
+/**
+ * Where a browser may be sent after a sign-in: a path on this service, or a full URL whose origin is one of
+ * CORS_ALLOWED_ORIGINS (a dashboard on another origin getting its user back). Anything else — another host, a scheme,
+ * `//host`, `\\host`, credentials in the URL — becomes "/".
+ */
+export function safeRedirect(target: string | undefined, origin: string, allowedOrigins: readonly string[] = []): string {
+  if (!target || /[\u0000-\u001f]/.test(target)) return "/";
+  if (/^https?:\/\//i.test(target)) {
+    const url = URL.parse(target);
+    const allowed = allowedOrigins.some((o) => (URL.parse(o)?.origin ?? o) === url?.origin);
+    return url && allowed && !url.username && !url.password ? url.href : "/";
+  }
+  if (!target.startsWith("/") || target.startsWith("//") || target.includes("\\")) return "/";
   const url = URL.parse(target, origin);
   if (!url || url.origin !== origin) return "/";
   // Parsing removes dot segments ("/.//evil.example" becomes "//evil.example"): check what is actually returned.
@@ -72,7 +82,7 @@ async function startFlow(c: Context<AppEnv>, provider: ExternalProvider, query: 
     redirectUri: new URL(`/api/v2${provider.callbackPath}`, config.origin).href,
   };
   const authorize = await provider.authorizationUrl(config, checks, await client.calculatePKCECodeChallenge(checks.codeVerifier));
-  const flow: FlowState = { ...checks, type: provider.type, redirect: safeRedirect(query.get("redirect") ?? undefined, config.origin), ...(merge ? { merge } : {}) };
+  const flow: FlowState = { ...checks, type: provider.type, redirect: safeRedirect(query.get("redirect") ?? undefined, config.origin, config.CORS_ALLOWED_ORIGINS), ...(merge ? { merge } : {}) };
   await setSignedCookie(c, config, FLOW_COOKIE, flow, FLOW_TTL_MS);
   return c.redirect(authorize.href, 302);
 }

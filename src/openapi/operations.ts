@@ -7,8 +7,19 @@ import type { Operation } from "./table";
 
 export type { Operation } from "./table";
 
-/** Routes outside the feature groups: health and this document. */
+/** Routes outside the feature groups: the landing page, health and this document. */
 const metaOperations: Operation[] = [
+  {
+    method: "get",
+    path: "/",
+    operationId: "landingPage",
+    summary: "The page a browser sees: who is signed in, or how to sign in",
+    description: "Where a browser sign-in lands by default. Reads the session like any endpoint (cookie, header or bearer); without a valid one it shows how to sign in, never an error.",
+    tags: ["Meta"],
+    auth: "public",
+    responses: [{ status: 200, description: "An HTML page, without script.", schema: z.string(), contentType: "text/html" }],
+    errors: {},
+  },
   {
     method: "get",
     path: "/healthz",

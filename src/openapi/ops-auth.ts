@@ -5,6 +5,7 @@ import { authorizationCheck, authorizationObject, authorizationRequest } from ".
 import { convertLoginBody } from "../external/routes";
 import { described, named } from "./registry";
 import {
+  AuthMethods,
   AuthorizationResponse,
   ExternalAPIKeyScopes,
   LoginWithPasswordResponse,
@@ -132,6 +133,16 @@ export const authOperations: Operation[] = [
       },
       RATE,
     ),
+  },
+  {
+    method: "get",
+    path: "/api/v2/users/authmethods",
+    operationId: "getAuthMethods",
+    summary: "Which sign-in methods are enabled: password, GitHub, OpenID Connect (with its button text and icon)",
+    tags: ["Sign-in"],
+    auth: "public",
+    responses: [{ status: 200, description: "The enabled methods.", schema: AuthMethods }],
+    errors: {},
   },
   {
     method: "post",

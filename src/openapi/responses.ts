@@ -37,6 +37,17 @@ export const ExternalAPIKeyScopes = named(
   "The sorted catalog of scopes an API key may carry; always contains `all`.",
 );
 
+export const AuthMethods = named(
+  "AuthMethods",
+  z.object({
+    terms_of_service_url: z.string().optional(),
+    password: z.object({ enabled: z.boolean() }),
+    github: z.object({ enabled: z.boolean(), default_provider_configured: described("Always false: Herald has no built-in GitHub app.", z.boolean()) }),
+    oidc: z.object({ enabled: z.boolean(), signInText: described("OIDC_SIGN_IN_TEXT.", z.string()), iconUrl: described("OIDC_ICON_URL.", z.string()) }),
+  }),
+  "Which sign-in methods the server offers (Coder's shape), for a sign-in page to show the right buttons.",
+);
+
 export const AuthorizationResponse = named(
   "AuthorizationResponse",
   z.record(z.string(), z.boolean()),

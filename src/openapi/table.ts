@@ -29,7 +29,7 @@ export interface SuccessResponse {
   /** The body's schema; omitted when the response has no body. */
   schema?: z.ZodType;
   /** Defaults to application/json. */
-  contentType?: "application/json" | "text/plain";
+  contentType?: "application/json" | "text/plain" | "text/html";
   headers?: Record<string, HeaderObject>;
 }
 

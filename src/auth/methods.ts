@@ -1,0 +1,20 @@
+import type { Config } from "../config/config";
+import { githubProvider } from "../external/github";
+import { oidcProvider } from "../external/oidc";
+
+/** Which sign-in methods this server offers, in Coder's `AuthMethods` shape (GET /users/authmethods, SPEC §7). */
+export interface AuthMethods {
+  terms_of_service_url?: string;
+  password: { enabled: boolean };
+  /** `default_provider_configured` is Coder's built-in GitHub app; Herald has none. */
+  github: { enabled: boolean; default_provider_configured: boolean };
+  oidc: { enabled: boolean; signInText: string; iconUrl: string };
+}
+
+export function authMethods(config: Config): AuthMethods {
+  return {
+    password: { enabled: !config.PASSWORD_AUTH_DISABLED },
+    github: { enabled: githubProvider.configured(config), default_provider_configured: false },
+    oidc: { enabled: oidcProvider.configured(config), signInText: config.OIDC_SIGN_IN_TEXT ?? "", iconUrl: config.OIDC_ICON_URL ?? "" },
+  };
+}
