@@ -1,4 +1,5 @@
 import { evictDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, createUser, expectError, login, owner } from "./helpers";
 import { deliver, inbox, TEMPLATE_A, TEMPLATE_B, watch } from "./inbox-helpers";
@@ -147,6 +148,35 @@ describe("watch sockets end with their session", () => {
     expect((await ended).code).toBe(4401);
     const n = await deliver(user.id);
     expect(((await theirs.next()).notification as { id: string }).id).toBe(n.id);
+  });
+
+  const expireIn = async (token: string, ms: number) => {
+    const keyId = token.split("-")[0] ?? "";
+    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() + ms).toISOString(), keyId).run();
+  };
+
+  it("a session that expires closes its sockets with 4401, from the inbox object's alarm", async () => {
+    const user = await createUser();
+    await expireIn(user.token, 1_500);
+    const w = await watch("", { "Service-Session-Token": user.token });
+    const ended = closed(w.ws);
+    const event = await ended;
+    expect(event.code).toBe(4401);
+    expect(event.reason).toBe("Your session has expired: sign in again.");
+  });
+
+  it("a session that slid forward while watched keeps its socket", async () => {
+    const user = await createUser();
+    await expireIn(user.token, 1_500);
+    const w = await watch("", { "Service-Session-Token": user.token });
+    let open = true;
+    w.ws.addEventListener("close", () => (open = false));
+    // Used elsewhere in the meantime: the session now lasts another hour.
+    await expireIn(user.token, 3_600_000);
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(open).toBe(true);
+    const n = await deliver(user.id);
+    expect(((await w.next()).notification as { id: string }).id).toBe(n.id);
   });
 
   it("suspending the user closes every socket", async () => {

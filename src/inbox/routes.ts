@@ -45,7 +45,12 @@ export const inboxRoutes = new Hono<AppEnv>()
     const headers = new Headers({ Upgrade: "websocket" });
     headers.set(
       WATCH_HEADER,
-      JSON.stringify({ attachment, keyId: c.var.auth.key.id, protocol: offered.length > 0 ? WATCH_PROTOCOL : null }),
+      JSON.stringify({
+        attachment,
+        keyId: c.var.auth.key.id,
+        expiresAt: Date.parse(c.var.auth.key.expiresAt),
+        protocol: offered.length > 0 ? WATCH_PROTOCOL : null,
+      }),
     );
     return inboxOf(c).fetch(new Request(c.req.url, { headers }));
   })

@@ -3,6 +3,8 @@ import { and, desc, eq, inArray, isNotNull, isNull, lt, or, sql, type SQL } from
 import { drizzle, type DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import migrations from "../../drizzle/inbox/migrations.js";
+import { database } from "../db/client";
+import { apiKeys } from "../db/schema";
 import type { Env } from "../env";
 import { nowIso } from "../lib/crypto";
 import {
@@ -198,13 +200,19 @@ export class UserInbox extends DurableObject<Env> {
     if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket" || !header) {
       return new Response("Expected a WebSocket upgrade from the Herald Worker.", { status: 400 });
     }
-    const { attachment, keyId, protocol } = JSON.parse(header) as { attachment: WatchAttachment; keyId: string; protocol: string | null };
+    const { attachment, keyId, expiresAt, protocol } = JSON.parse(header) as {
+      attachment: WatchAttachment;
+      keyId: string;
+      expiresAt: number;
+      protocol: string | null;
+    };
     const pair = new WebSocketPair();
     const [client, server] = Object.values(pair) as [WebSocket, WebSocket];
     // Hibernatable: the filters live in the attachment, so they survive the object being evicted.
     // Tagged with the credential's key id, so ending that session can close exactly its sockets.
     this.ctx.acceptWebSocket(server, [keyId]);
-    server.serializeAttachment(attachment);
+    server.serializeAttachment({ ...attachment, session: { keyId, expiresAt } } satisfies WatchAttachment);
+    await this.scheduleSessionAlarm(expiresAt);
     const headers = protocol ? { "Sec-WebSocket-Protocol": protocol } : undefined;
     return new Response(null, { status: 101, webSocket: client, headers });
   }
@@ -223,6 +231,50 @@ export class UserInbox extends DurableObject<Env> {
       }
     }
     return sockets.length;
+  }
+
+  /** The alarm fires when the earliest watched session is due to expire (sessions of later ones wait their turn). */
+  private async scheduleSessionAlarm(expiresAt: number): Promise<void> {
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || expiresAt < current) await this.ctx.storage.setAlarm(expiresAt);
+  }
+
+  /**
+   * Closes, with 4401, the sockets whose session has expired. A login session slides forward on use, so the expiry a
+   * socket recorded is checked against D1 first: a session still alive keeps its socket and its new expiry. Then the
+   * alarm is set for the next expiry among the remaining sockets.
+   */
+  override async alarm(): Promise<void> {
+    const now = Date.now();
+    const due = this.ctx.getWebSockets().flatMap((ws) => {
+      const session = (ws.deserializeAttachment() as WatchAttachment | null)?.session;
+      return session && session.expiresAt <= now ? [{ ws, session }] : [];
+    });
+    const keyIds = [...new Set(due.map((d) => d.session.keyId))];
+    const current = new Map(
+      keyIds.length === 0
+        ? []
+        : (await database(this.env.DB).select({ id: apiKeys.id, expiresAt: apiKeys.expiresAt }).from(apiKeys).where(inArray(apiKeys.id, keyIds))).map(
+            (k) => [k.id, Date.parse(k.expiresAt)] as const,
+          ),
+    );
+    for (const { ws, session } of due) {
+      const expiresAt = current.get(session.keyId);
+      if (expiresAt !== undefined && expiresAt > now) {
+        ws.serializeAttachment({ ...(ws.deserializeAttachment() as WatchAttachment), session: { ...session, expiresAt } });
+        continue;
+      }
+      try {
+        ws.close(CLOSE_SESSION_ENDED, "Your session has expired: sign in again.");
+      } catch {
+        // already closing
+      }
+    }
+    const next = this.ctx
+      .getWebSockets()
+      .map((ws) => (ws.deserializeAttachment() as WatchAttachment | null)?.session?.expiresAt)
+      .filter((t): t is number => t !== undefined && t > now);
+    if (next.length > 0) await this.ctx.storage.setAlarm(Math.min(...next));
   }
 
   override webSocketMessage(): void {

@@ -10,6 +10,8 @@ export interface WatchAttachment {
   format: WatchFormat;
   /** Opt-in (`sync_read_state=true`): also receive read-state changes made by N4/N6. */
   syncReadState: boolean;
+  /** The credential that opened the socket, and when it expires (epoch ms) as last known: the object's alarm closes the socket then, unless the session slid forward. */
+  session?: { keyId: string; expiresAt: number };
 }
 
 /**
@@ -20,7 +22,7 @@ export interface WatchAttachment {
 export const CLOSE_FELL_BEHIND = 4008;
 /**
  * - 4401: the credential that opened the socket stopped working (logout, token deleted, password reset or change,
- *   suspension, deletion, login conversion). Clients must not reconnect with the same token.
+ *   suspension, deletion, login conversion) or expired. Clients must not reconnect with the same token.
  */
 export const CLOSE_SESSION_ENDED = 4401;
 export const MAX_BUFFERED_BYTES = 1024 * 1024;
