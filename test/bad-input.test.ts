@@ -29,7 +29,8 @@ import { env } from "cloudflare:workers";
 import * as fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { EXTERNAL_SCOPES } from "../src/authz/catalog";
-import { call, createUser, json, OWNER, owner, type TestUser } from "./helpers";
+import { parseUserSearch } from "../src/users/search";
+import { call, createUser, expectError, json, OWNER, owner, type TestUser } from "./helpers";
 import { assertErrorShape, expectRejected, type ErrorBody, type Expectation } from "./fixtures/error-shape";
 import { anyText, badEmail, codePoints, deepNesting, malformedJson, NASTY_STRINGS, notA, POLLUTERS, textLongerThan, textWithin, invalidBodies } from "./fixtures/arbitraries";
 
@@ -704,19 +705,25 @@ describe("bad input on every endpoint", () => {
       expect(Object.values(result)).toEqual(names.map(() => true));
     });
 
-    it("GET /users?q=: any search text ≤ 256 → 200, only matching users, members still see only themselves", async () => {
+    it("GET /users?q=: any search text ≤ 256 → 200 with only matching users, or 400 naming q (Coder's search syntax); members still see only themselves", async () => {
       // Up to the full 256 code points (small and large alike). NUL is left to its own test below.
       const searchText = fc.oneof(textWithin(0, 256), fc.string({ unit: "binary", maxLength: 256, size: "max" }), fc.string({ unit: "grapheme-ascii", maxLength: 256, size: "max" }));
       await fc.assert(
         fc.asyncProperty(searchText.filter((q) => !q.includes("\u0000")), fc.boolean(), async (q, asMember) => {
           const token = asMember ? fx.member.token : fx.admin.token;
           const res = await answeredWithoutChange(() => call("GET", `/users?q=${encodeURIComponent(q)}`, { token }));
+          const parsed = parseUserSearch(q);
+          if (!parsed.ok) {
+            const body = await expectError(res, 400, "Invalid user search query.");
+            expect(body.validations?.every((v) => v.field === "q")).toBe(true);
+            return;
+          }
           expect(res.status).toBe(200);
-          const list = await json<{ users: { id: string; username: string; email: string }[]; count: number }>(res);
+          const list = await json<{ users: { id: string; username: string; name: string; email: string }[]; count: number }>(res);
           expect(Array.isArray(list.users)).toBe(true);
           expect(list.count).toBe(list.users.length);
-          // LIKE wildcards (% _ \) in q are literal: every hit really contains the text.
-          for (const u of list.users) expect(`${u.username}\n${u.email}`.toLowerCase()).toContain(q.toLowerCase());
+          // LIKE wildcards (% _ \) in q are literal: every hit really contains the free text.
+          for (const u of list.users) expect(`${u.username}\n${u.name}\n${u.email}`.toLowerCase()).toContain(parsed.search.text);
           if (asMember) for (const u of list.users) expect(u.id).toBe(fx.member.id);
         }),
         { numRuns: RUNS.some },

@@ -97,6 +97,34 @@ describe("users", () => {
     await expectError(await call("GET", "/users?bogus=1", { token: admin.token }), 400, "Validation failed.");
   });
 
+  it("understands Coder's search syntax in q: status:, role:, login_type:, free text; 400 for an unknown key (SPEC §7)", async () => {
+    const admin = await owner();
+    const tag = crypto.randomUUID().slice(0, 8);
+    const ada = await createUser({ roles: ["auditor"] });
+    await env.DB.prepare("UPDATE users SET name = ? WHERE id = ?").bind(`Ada ${tag} Lovelace`, ada.id).run();
+    const grace = await createUser();
+    await env.DB.prepare("UPDATE users SET name = ?, status = 'suspended' WHERE id = ?").bind(`Grace ${tag} Hopper`, grace.id).run();
+    const ids = async (q: string) => {
+      const res = await call("GET", `/users?q=${encodeURIComponent(q)}`, { token: admin.token });
+      expect(res.status, await res.clone().text()).toBe(200);
+      return (await json<{ users: UserBody[] }>(res)).users.map((u) => u.id).sort();
+    };
+    expect(await ids(tag)).toEqual([ada.id, grace.id].sort());
+    // Coder's web client asks for its Users page with this default filter.
+    expect(await ids(`status:active ${tag}`)).toEqual([ada.id]);
+    expect(await ids(`STATUS:Suspended ${tag}`)).toEqual([grace.id]);
+    expect(await ids(`status:active,suspended ${tag}`)).toEqual([ada.id, grace.id].sort());
+    expect(await ids(`role:auditor ${tag}`)).toEqual([ada.id]);
+    expect(await ids(`role:member ${tag}`)).toEqual([ada.id, grace.id].sort());
+    expect(await ids(`login_type:password search:"${tag} lovelace"`)).toEqual([ada.id]);
+    expect(await ids(`login_type:oidc ${tag}`)).toEqual([]);
+    expect(await ids(grace.email.toUpperCase())).toEqual([grace.id]);
+    const bad = await expectError(await call("GET", `/users?q=${encodeURIComponent("colour:blue")}`, { token: admin.token }), 400, "Invalid user search query.");
+    expect(bad.validations).toEqual([{ field: "q", detail: '"colour" is not a search key: use status, role, login_type or search, or plain text.' }]);
+    const badValue = await expectError(await call("GET", "/users?q=status:dormant", { token: admin.token }), 400, "Invalid user search query.");
+    expect(badValue.validations?.[0]?.detail).toBe('"dormant" is not a valid status: use one of active, suspended.');
+  });
+
   it("deletes a user: its keys die, it is gone, it cannot delete itself", async () => {
     const admin = await owner();
     const user = await createUser();

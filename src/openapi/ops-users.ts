@@ -82,7 +82,9 @@ export const userOperations: Operation[] = [
     tags: ["Users"],
     auth: "session",
     query: listUsersQuery,
-    paramDocs: { q: "Case-insensitive substring of the username or e-mail." },
+    paramDocs: {
+      q: "Coder's search syntax: space-separated `status:active`, `role:owner`, `login_type:oidc` (commas list several values) and free text (or `search:\"…\"`), matched case-insensitively in the username, name or e-mail. An unknown key or value → 400 `Invalid user search query.`",
+    },
     responses: [{ status: 200, description: "One page and the total count.", schema: GetUsersResponse }],
     errors: errors(QUERY, AUTH),
   },

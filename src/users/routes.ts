@@ -1,4 +1,4 @@
-import { and, asc, count, eq, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, eq, sql, type SQL } from "drizzle-orm";
 import { Hono, type Context } from "hono";
 import { auditInsert } from "../audit/log";
 import { hashPassword, verifyPassword } from "../auth/passwords/hash";
@@ -13,6 +13,7 @@ import { nowIso } from "../lib/crypto";
 import { credentialsRevoked, userChanged } from "../auth/revocation";
 import { notifyAccountEvent, sendPasswordChangedNotice } from "./events";
 import { resolveUser } from "./resolve";
+import { parseUserSearch, searchFilters } from "./search";
 import {
   changePasswordBody,
   createFirstUserBody,
@@ -130,10 +131,9 @@ export const userRoutes = new Hono<AppEnv>()
     if (!can(c, "read", { type: "user" })) filters.push(eq(users.id, c.var.auth.user.id));
     if (status) filters.push(eq(users.status, status));
     if (q) {
-      // instr() rather than LIKE: no wildcard escaping, and D1 caps LIKE patterns at 50 bytes.
-      const needle = q.toLowerCase();
-      const search = or(sql`instr(lower(${users.username}), ${needle}) > 0`, sql`instr(lower(${users.email}), ${needle}) > 0`);
-      if (search) filters.push(search);
+      const parsed = parseUserSearch(q);
+      if (!parsed.ok) throw badRequest("Invalid user search query.", { validations: parsed.problems.map((detail) => ({ field: "q", detail })) });
+      filters.push(...searchFilters(parsed.search));
     }
     const where = and(...filters);
     const [page, total] = await db.batch([
