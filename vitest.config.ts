@@ -1,7 +1,7 @@
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { configDefaults, defineConfig } from "vitest/config";
-import { WORKERD_VARS } from "./test/fixtures/vars";
+import { WORKERD_VARS } from "./test/fixtures/vars.ts";
 
 // Tests run inside workerd with the real local D1, Durable Objects and rate limiters of wrangler.toml.
 export default defineConfig(async () => {

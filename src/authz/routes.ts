@@ -4,6 +4,7 @@ import { requireAuth } from "../auth/session";
 import { database } from "../db/client";
 import type { AppEnv } from "../http/types";
 import { validationFailed } from "../http/errors";
+import { canonicalId } from "../http/ids";
 import { jsonBody, toValidations } from "../http/validate";
 import { EXTERNAL_SCOPES, isAction, isResourceType } from "./catalog";
 import { authorize, type AuthzObject } from "./evaluate";
@@ -13,9 +14,9 @@ export const MAX_CHECKS = 100;
 
 export const authorizationObject = z.object({
   resource_type: z.string().min(1).max(64),
-  owner_id: z.string().max(64).optional(),
-  organization_id: z.string().max(64).optional(),
-  resource_id: z.string().max(64).optional(),
+  owner_id: z.string().max(64).transform(canonicalId).optional(),
+  organization_id: z.string().max(64).transform(canonicalId).optional(),
+  resource_id: z.string().max(64).transform(canonicalId).optional(),
   any_org: z.boolean().optional(),
 });
 

@@ -84,7 +84,7 @@ export const inboxRoutes = new Hono<AppEnv>()
       const { id } = c.req.valid("param");
       const { is_read } = c.req.valid("json");
       assertOwnInbox(c, "update");
-      const result = await inboxOf(c).setReadStatus(id.toLowerCase(), is_read);
+      const result = await inboxOf(c).setReadStatus(id, is_read);
       if (!result) throw notFound();
       return c.json(
         {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { uuid } from "../http/ids";
 
 /** Filters are kept in each watch socket's attachment (2 KiB at most), which bounds how many ids a filter holds. */
 export const MAX_FILTER_IDS = 16;
@@ -13,7 +14,7 @@ const uuidList = z
       .split(",")
       .map((s) => s.trim().toLowerCase())
       .filter((s) => s !== "");
-    const bad = ids.find((id) => !z.uuid().safeParse(id).success);
+    const bad = ids.find((id) => !uuid.safeParse(id).success);
     if (bad !== undefined) {
       ctx.addIssue({ code: "custom", message: `"${bad.slice(0, 64)}" is not a valid UUID.` });
       return z.NEVER;
@@ -33,7 +34,7 @@ export const listInboxQuery = z.strictObject({
   targets: uuidList,
   templates: uuidList,
   read_status: readStatus,
-  starting_before: z.uuid().optional(),
+  starting_before: uuid.optional(),
   limit: z.coerce.number().int().min(1).max(100).default(DEFAULT_PAGE_SIZE),
 });
 
@@ -49,7 +50,7 @@ export const watchInboxQuery = z.strictObject({
     .transform((v) => v === "true"),
 });
 
-export const notificationIdParam = z.object({ id: z.uuid() });
+export const notificationIdParam = z.object({ id: uuid });
 
 /** N6 body: `is_read` is required. */
 export const readStatusBody = z.object({ is_read: z.boolean() });

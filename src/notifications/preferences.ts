@@ -6,6 +6,7 @@ import { can } from "../authz/guard";
 import { database, type Database } from "../db/client";
 import { notificationPreferences, notificationTemplates, type UserRow } from "../db/schema";
 import { badRequest, forbidden } from "../http/errors";
+import { canonicalId } from "../http/ids";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
 import { nowIso } from "../lib/crypto";
@@ -40,35 +41,43 @@ export const preferenceRoutes = new Hono<AppEnv>()
     c.req.valid("json");
     // Keys from the raw JSON: zod rebuilds records by assignment, which would swallow a "__proto__" key unchecked.
     const raw = (await c.req.json()) as { template_disabled_map: Record<string, boolean> };
-    const map = raw.template_disabled_map;
+    // Template ids in any case name the same template (src/http/ids.ts); a field names the key as it was given.
+    const entries = Object.entries(raw.template_disabled_map).map(([given, disabled]) => ({ given, id: canonicalId(given), disabled }));
+    const map = new Map<string, boolean>();
+    const validations: { field: string; detail: string }[] = [];
+    for (const { given, id, disabled } of entries) {
+      if (map.has(id) && map.get(id) !== disabled) {
+        validations.push({ field: `template_disabled_map.${given}`, detail: "This template id is given twice, with different values." });
+      }
+      map.set(id, disabled);
+    }
     const user = await targetUser(c, "update");
     const db = database(c.env.DB);
-    const ids = Object.keys(map);
+    const ids = [...map.keys()];
     const templates = ids.length > 0
       ? await db.select({ id: notificationTemplates.id, mandatory: notificationTemplates.mandatory, name: notificationTemplates.name }).from(notificationTemplates).where(inArray(notificationTemplates.id, ids))
       : [];
     const known = new Map(templates.map((t) => [t.id, t]));
     // Every problem is reported at once, one validation per bad key, and nothing is written.
-    const validations = ids.flatMap((id) => {
+    for (const { given, id, disabled } of entries) {
       const template = known.get(id);
-      if (!template) return [{ field: `template_disabled_map.${id}`, detail: "No notification template has this id." }];
-      if (template.mandatory && map[id]) return [{ field: `template_disabled_map.${id}`, detail: `"${template.name}" is mandatory and cannot be disabled.` }];
-      return [];
-    });
+      if (!template) validations.push({ field: `template_disabled_map.${given}`, detail: "No notification template has this id." });
+      else if (template.mandatory && disabled) validations.push({ field: `template_disabled_map.${given}`, detail: `"${template.name}" is mandatory and cannot be disabled.` });
+    }
     if (validations.length > 0) throw badRequest("Validation failed.", { validations });
 
     const updatedAt = nowIso();
     const writes = ids.map((templateId) =>
       db
         .insert(notificationPreferences)
-        .values({ userId: user.id, templateId, disabled: map[templateId] ?? false, updatedAt })
+        .values({ userId: user.id, templateId, disabled: map.get(templateId) ?? false, updatedAt })
         .onConflictDoUpdate({
           target: [notificationPreferences.userId, notificationPreferences.templateId],
-          set: { disabled: map[templateId] ?? false, updatedAt },
+          set: { disabled: map.get(templateId) ?? false, updatedAt },
         }),
     );
     await db.batch([
-      auditInsert(db, c, { action: "update", resourceType: "notification_preference", resourceId: user.id, diff: { template_disabled_map: map } }),
+      auditInsert(db, c, { action: "update", resourceType: "notification_preference", resourceId: user.id, diff: { template_disabled_map: Object.fromEntries(map) } }),
       ...writes,
     ]);
     return c.json(await preferencesOf(db, user.id), 200);

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { DISPATCH_METHODS, MESSAGE_STATUSES } from "../db/schema";
+import { uuid } from "../http/ids";
 
 export const CUSTOM_TITLE_MAX = 120;
 export const CUSTOM_MESSAGE_MAX = 2000;
@@ -34,8 +35,8 @@ export const preferencesBody = z.object({
 export const messagesQuery = z.strictObject({
   status: z.enum(MESSAGE_STATUSES).optional(),
   method: z.enum(DISPATCH_METHODS).optional(),
-  user_id: z.uuid().optional(),
-  template_id: z.uuid().optional(),
+  user_id: uuid.optional(),
+  template_id: uuid.optional(),
   limit: z.coerce.number().int().min(1).max(100).default(50),
   offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
 });

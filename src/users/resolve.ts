@@ -4,9 +4,8 @@ import { can } from "../authz/guard";
 import { database } from "../db/client";
 import { users, type UserRow } from "../db/schema";
 import { notFound } from "../http/errors";
+import { canonicalId, isUuidShaped } from "../http/ids";
 import type { AppEnv } from "../http/types";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * SPEC §2 `{user}`: `me`, a UUID or a username (case-insensitive). Missing, deleted, or not readable by the caller
@@ -16,8 +15,8 @@ export async function resolveUser(c: Context<AppEnv>, param: string): Promise<Us
   const db = database(c.env.DB);
   const auth = c.var.auth;
   const target = param === "me" ? auth.user.id : param;
-  const where = UUID.test(target)
-    ? eq(users.id, target.toLowerCase())
+  const where = isUuidShaped(target)
+    ? eq(users.id, canonicalId(target))
     : sql`lower(${users.username}) = ${target.toLowerCase()}`;
   const rows = await db.select().from(users).where(and(where, eq(users.deleted, false))).limit(1);
   const user = rows[0];
