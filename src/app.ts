@@ -1,14 +1,13 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
-import { requestId } from "hono/request-id";
 import { secureHeaders } from "hono/secure-headers";
 import { getConfig } from "./config/config";
 import { passwordResetRoutes } from "./auth/password-reset";
 import { authRoutes } from "./auth/routes";
 import { authzRoutes } from "./authz/routes";
 import { ApiError, Messages } from "./http/errors";
-import { handleError, loadConfig, notFoundOrMethodNotAllowed } from "./http/middleware";
+import { handleError, loadConfig, notFoundOrMethodNotAllowed, requestIds } from "./http/middleware";
 import type { AppEnv } from "./http/types";
 import { externalLoginRoutes } from "./external/routes";
 import { inboxRoutes } from "./inbox/routes";
@@ -34,7 +33,7 @@ const api = new Hono<AppEnv>()
 
 export const app = new Hono<AppEnv>();
 
-app.use(requestId({ headerName: "X-Request-Id" }));
+app.use(requestIds);
 app.use(secureHeaders({ crossOriginResourcePolicy: "same-site" }));
 app.use("/api/*", async (c, next) => {
   await next();

@@ -74,6 +74,34 @@ describe("SPEC §1 conventions", () => {
   });
 });
 
+describe("request ids", () => {
+  // Creating a token writes an audit row carrying the request id.
+  const createTokenWith = async (requestId: string) => {
+    const admin = await owner();
+    const res = await call("POST", "/users/me/keys/tokens", { token: admin.token, headers: { "X-Request-Id": requestId }, body: { token_name: `t-${crypto.randomUUID().slice(0, 8)}` } });
+    expect(res.status).toBe(201);
+    return res;
+  };
+  const auditedId = async (answered: string) =>
+    (await env.DB.prepare("SELECT request_id FROM audit_logs WHERE request_id = ?").bind(answered).first<{ request_id: string }>())?.request_id;
+
+  it("keeps a client's id that looks like an id, in the answer and the audit log", async () => {
+    const id = `trace-${crypto.randomUUID().slice(0, 13)}`;
+    const res = await createTokenWith(id);
+    expect(res.headers.get("X-Request-Id")).toBe(id);
+    expect(await auditedId(id)).toBe(id);
+  });
+
+  it("replaces anything else with a fresh UUID, so no client text reaches the audit log", async () => {
+    for (const given of ["short", "x".repeat(65), "<script>alert(1)</script>", "a b c d e f g h", "-leading-dash-1234", "ünïcödé-request-id"]) {
+      const res = await createTokenWith(given);
+      const answered = res.headers.get("X-Request-Id") ?? "";
+      expect(answered).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(await auditedId(answered)).toBe(answered);
+    }
+  });
+});
+
 describe("A1 GET /auth/scopes", () => {
   it("is public, sorted and contains all", async () => {
     const res = await call("GET", "/auth/scopes");

@@ -92,7 +92,14 @@ export function subjectFor(user: AuthUser, orgRoles: Record<string, string[]>, s
 }
 
 /**
- * Resolves a credential to its key and user (SPEC §2). One D1 round trip (a batch); the hourly `last_used` /
+ * One detail for every credential that was sent but does not work — malformed, unknown, wrong secret, expired, its
+ * user suspended: telling them apart would let a probe confirm that a key id exists. (A missing credential keeps its
+ * own detail: it says nothing about the server.)
+ */
+export const BAD_CREDENTIAL = "The session token is invalid, expired or revoked.";
+
+/**
+ * Resolves a credential to its key and user (README, Authentication). One D1 round trip (a batch); the hourly `last_used` /
  * sliding-expiry write happens after the response through `waitUntil`.
  */
 export async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
@@ -104,7 +111,7 @@ export async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
     );
   }
   const parsed = parseToken(credential.token);
-  if (!parsed) throw unauthorized("The session token is malformed.");
+  if (!parsed) throw unauthorized(BAD_CREDENTIAL);
 
   const db = database(c.env.DB);
   const now = Date.now();
@@ -117,13 +124,12 @@ export async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
     found = await loadKey(db, parsed.id);
     if (found) rememberKey(parsed.id, { ...found, loadedAt: now }, ttl);
   }
-  if (!found || found.user.deleted) throw unauthorized("The session token is unknown or has been revoked.");
+  if (!found || found.user.deleted) throw unauthorized(BAD_CREDENTIAL);
   const { key, user: userRow, orgRoles } = found;
   if (!timingSafeEqualText(await hashTokenSecret(parsed.secret), key.hashedSecret)) {
-    throw unauthorized("The session token secret is invalid.");
+    throw unauthorized(BAD_CREDENTIAL);
   }
-  if (Date.parse(key.expiresAt) <= now) throw unauthorized(`The session token expired at ${key.expiresAt}.`);
-  if (userRow.status === "suspended") throw unauthorized("The user account is suspended.");
+  if (Date.parse(key.expiresAt) <= now || userRow.status === "suspended") throw unauthorized(BAD_CREDENTIAL);
 
   if (now - Date.parse(key.lastUsed) >= LAST_USED_INTERVAL_MS) {
     const update: Partial<ApiKeyRow> = { lastUsed: nowIso(now) };

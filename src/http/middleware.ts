@@ -5,6 +5,22 @@ import { ConfigError, getConfig } from "../config/config";
 import { ApiError, Messages } from "./errors";
 import type { AppEnv } from "./types";
 
+/** What a client-supplied request id must look like to be kept: 8 to 64 letters, digits, `_`, `.` or `-`. */
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{7,63}$/;
+
+/**
+ * Every request gets an id, echoed as `X-Request-Id` and written to logs and the audit log. A client's own id (for
+ * tracing across services) is kept only when it looks like an id; anything else is replaced by a fresh UUID, so no
+ * client text of its choosing reaches the audit log.
+ */
+export const requestIds: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const given = c.req.header("X-Request-Id");
+  const id = given !== undefined && CLIENT_REQUEST_ID.test(given) ? given : crypto.randomUUID();
+  c.set("requestId", id);
+  c.header("X-Request-Id", id);
+  await next();
+};
+
 /** Loads (and on the first request validates) the configuration; a bad one fails loudly through the error handler. */
 export const loadConfig: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.set("config", getConfig(c.env));
