@@ -16,6 +16,7 @@ export interface Env {
   ACCESS_URL?: string;
   SECRET_KEY?: string;
   SESSION_DURATION?: string;
+  SESSION_MAX_LIFETIME?: string;
   AUTH_CACHE_TTL?: string;
   TOKEN_MAX_LIFETIME?: string;
   PASSWORD_AUTH_DISABLED?: string;

@@ -81,6 +81,53 @@ describe("SPEC §2 credentials", () => {
     expect(Date.parse(after?.last_used ?? "")).toBeGreaterThan(Date.now() - 60_000);
     expect(Date.parse(after?.expires_at ?? "")).toBeGreaterThan(Date.now() + 23 * 3600_000);
   });
+
+  const DAY = 24 * 3600_000;
+
+  it("a login session ends at SESSION_MAX_LIFETIME (30 d) however recently it was used (ASVS 7.3.2)", async () => {
+    const user = await createUser();
+    const id = user.token.slice(0, 10);
+    const old = new Date(Date.now() - 30 * DAY - 60_000).toISOString();
+    await env.DB.prepare("UPDATE api_keys SET created_at = ?, last_used = ?, expires_at = ? WHERE id = ?")
+      .bind(old, new Date().toISOString(), new Date(Date.now() + DAY).toISOString(), id)
+      .run();
+    const body = await expectError(await call("GET", "/users/me", { token: user.token }), 401, SIGNED_OUT);
+    expect(body.detail).toBe(BAD_CREDENTIAL);
+  });
+
+  it("sliding forward stops at the absolute end", async () => {
+    const user = await createUser();
+    const id = user.token.slice(0, 10);
+    const createdAt = Date.now() - 30 * DAY + 3600_000;
+    const twoHoursAgo = new Date(Date.now() - 2 * 3600_000).toISOString();
+    await env.DB.prepare("UPDATE api_keys SET created_at = ?, last_used = ?, expires_at = ? WHERE id = ?")
+      .bind(new Date(createdAt).toISOString(), twoHoursAgo, new Date(Date.now() + 600_000).toISOString(), id)
+      .run();
+    expect((await call("GET", "/users/me", { token: user.token })).status).toBe(200);
+    let after = await keyRow(user.token);
+    for (let i = 0; i < 20 && after?.last_used === twoHoursAgo; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+      after = await keyRow(user.token);
+    }
+    expect(Date.parse(after?.expires_at ?? "")).toBe(createdAt + 30 * DAY);
+  });
+});
+
+describe("suspension (ASVS 7.4.2)", () => {
+  it("deletes every session and token of the user: activating the account brings none back", async () => {
+    const admin = await owner();
+    const user = await createUser();
+    const tokenRes = await call("POST", `/users/${user.id}/keys/tokens`, { token: user.token, body: { token_name: "ci" } });
+    const apiToken = (await json<{ key: string }>(tokenRes)).key;
+    expect((await call("PUT", `/users/${user.id}/status/suspend`, { token: admin.token })).status).toBe(200);
+    const { n } = (await env.DB.prepare("SELECT count(*) AS n FROM api_keys WHERE user_id = ?").bind(user.id).first<{ n: number }>()) ?? { n: -1 };
+    expect(n).toBe(0);
+    expect((await call("PUT", `/users/${user.id}/status/activate`, { token: admin.token })).status).toBe(200);
+    for (const token of [user.token, apiToken]) {
+      await expectError(await call("GET", "/users/me", { token }), 401, SIGNED_OUT);
+    }
+    expect((await call("POST", "/users/login", { body: { email: user.email, password: user.password } })).status).toBe(201);
+  });
 });
 
 describe("logout", () => {

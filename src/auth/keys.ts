@@ -1,3 +1,4 @@
+import type { Config } from "../config/config";
 import type { Database } from "../db/client";
 import { apiKeys, type ApiKeyRow } from "../db/schema";
 import { nowIso } from "../lib/crypto";
@@ -9,6 +10,11 @@ export interface IssueKeyInput {
   lifetimeMs: number;
   scopes?: string[];
   tokenName?: string | null;
+}
+
+/** How long a new login session lasts: its sliding lifetime, within its absolute one. */
+export function loginSessionLifetime(config: Pick<Config, "SESSION_DURATION" | "SESSION_MAX_LIFETIME">): number {
+  return Math.min(config.SESSION_DURATION, config.SESSION_MAX_LIFETIME);
 }
 
 /**

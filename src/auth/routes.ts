@@ -8,7 +8,7 @@ import { forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
 import { clearSessionCookie, setSessionCookie } from "./cookies";
-import { issueKey } from "./keys";
+import { issueKey, loginSessionLifetime } from "./keys";
 import { LoginMessages, verifyLogin } from "./login";
 import { authMethods } from "./methods";
 import { checkPasswordPolicy } from "./passwords/policy";
@@ -32,7 +32,7 @@ export const authRoutes = new Hono<AppEnv>()
 
     const db = database(c.env.DB);
     const user = await verifyLogin(db, email, password);
-    const session = await issueKey(db, { userId: user.id, loginType: "password", lifetimeMs: config.SESSION_DURATION });
+    const session = await issueKey(db, { userId: user.id, loginType: "password", lifetimeMs: loginSessionLifetime(config) });
     await db.batch([
       session.insert,
       db.update(users).set({ lastSeenAt: session.row.createdAt }).where(eq(users.id, user.id)),

@@ -129,12 +129,13 @@ export async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
   if (!timingSafeEqualText(await hashTokenSecret(parsed.secret), key.hashedSecret)) {
     throw unauthorized(BAD_CREDENTIAL);
   }
-  if (Date.parse(key.expiresAt) <= now || userRow.status === "suspended") throw unauthorized(BAD_CREDENTIAL);
+  const absoluteEnd = key.loginType === "token" ? Number.POSITIVE_INFINITY : Date.parse(key.createdAt) + config.SESSION_MAX_LIFETIME;
+  if (Date.parse(key.expiresAt) <= now || now >= absoluteEnd || userRow.status === "suspended") throw unauthorized(BAD_CREDENTIAL);
 
   if (now - Date.parse(key.lastUsed) >= LAST_USED_INTERVAL_MS) {
     const update: Partial<ApiKeyRow> = { lastUsed: nowIso(now) };
-    // Login sessions slide forward on use; named API tokens keep their fixed lifetime.
-    if (key.loginType !== "token") update.expiresAt = nowIso(now + config.SESSION_DURATION);
+    // Login sessions slide forward on use, never past their absolute end; named API tokens keep their fixed lifetime.
+    if (key.loginType !== "token") update.expiresAt = nowIso(Math.min(now + config.SESSION_DURATION, absoluteEnd));
     Object.assign(key, update);
     c.executionCtx.waitUntil(
       db.batch([

@@ -37,6 +37,8 @@ export const configSchema = z
   ACCESS_URL: z.url({ protocol: /^https?$/ }).default("http://localhost:8787"),
   SECRET_KEY: z.string().min(32, "must be at least 32 characters of random data"),
   SESSION_DURATION: duration("24h"),
+  /** The absolute lifetime of a login session: sliding on use never takes it past this age (ASVS 7.3.2). */
+  SESSION_MAX_LIFETIME: duration("720h"),
   /** How long an isolate may reuse what it loaded for a token (0s disables): bounds revocation delay elsewhere. */
   AUTH_CACHE_TTL: z
     .string()

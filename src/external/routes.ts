@@ -3,7 +3,7 @@ import * as client from "openid-client";
 import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { setSessionCookie } from "../auth/cookies";
-import { issueKey } from "../auth/keys";
+import { issueKey, loginSessionLifetime } from "../auth/keys";
 import { LoginMessages } from "../auth/login";
 import { verifyPassword } from "../auth/passwords/hash";
 import { limitPerAccount, limitPerIp } from "../auth/rate-limit";
@@ -110,7 +110,7 @@ async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query:
     ? await completeConversion(c, provider.type, identity, flow.merge)
     : await resolveExternalUser(c, provider.type, identity);
   const db = database(c.env.DB);
-  const session = await issueKey(db, { userId: user.id, loginType: provider.type, lifetimeMs: config.SESSION_DURATION });
+  const session = await issueKey(db, { userId: user.id, loginType: provider.type, lifetimeMs: loginSessionLifetime(config) });
   await db.batch([
     session.insert,
     auditInsert(db, c, { userId: user.id, action: "login", resourceType: "api_key", resourceId: session.row.id, diff: { login_type: provider.type } }),

@@ -206,6 +206,8 @@ export const userRoutes = new Hono<AppEnv>()
     const updatedAt = nowIso();
     await db.batch([
       db.update(users).set({ status, updatedAt }).where(eq(users.id, user.id)),
+      // Suspension ends every session and token, as deletion does: activating the account later brings none back.
+      ...(status === "suspended" ? [db.delete(apiKeys).where(eq(apiKeys.userId, user.id))] : []),
       auditInsert(db, c, { action, resourceType: "user", resourceId: user.id, diff: { status: { old: user.status, new: status } } }),
     ]);
     if (status === "suspended") credentialsRevoked(c.env, c.executionCtx, user.id);
