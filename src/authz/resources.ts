@@ -1,5 +1,6 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Database } from "../db/client";
+import { inSlices } from "../db/slices";
 import { apiKeys, organizations, users } from "../db/schema";
 import type { Env } from "../env";
 import type { ResourceType } from "./catalog";
@@ -60,8 +61,10 @@ export async function loadPlacements(
   const byType = new Map<ResourceType, string[]>();
   for (const { type, id } of wanted) byType.set(type, [...(byType.get(type) ?? []), id]);
 
-  const d1Types = [...byType.keys()].filter(isD1Type);
-  const queries = d1Types.map((type) => D1_LOOKUPS[type](ctx.db, [...new Set(byType.get(type))]));
+  // One query per type and slice of ids (a statement binds at most 100 parameters), all in one batch.
+  const lookups = [...byType.keys()].filter(isD1Type).flatMap((type) => inSlices([...new Set(byType.get(type))]).map((ids) => ({ type, ids })));
+  const d1Types = lookups.map((l) => l.type);
+  const queries = lookups.map(({ type, ids }) => D1_LOOKUPS[type](ctx.db, ids));
   const inboxIds = byType.get("inbox_notification");
   const [d1Results, inbox] = await Promise.all([
     queries.length > 0 ? ctx.db.batch(queries as [(typeof queries)[number], ...(typeof queries)[number][]]) : Promise.resolve([]),

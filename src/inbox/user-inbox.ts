@@ -5,6 +5,7 @@ import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import migrations from "../../drizzle/inbox/migrations.js";
 import { database } from "../db/client";
 import { apiKeys } from "../db/schema";
+import { inSlices } from "../db/slices";
 import type { Env } from "../env";
 import { nowIso } from "../lib/crypto";
 import {
@@ -154,13 +155,14 @@ export class UserInbox extends DurableObject<Env> {
 
   /** Which of these ids are notifications in this inbox (A2 `resource_id` lookups). */
   existing(ids: string[]): string[] {
-    if (ids.length === 0) return [];
-    return this.db
-      .select({ id: inboxNotifications.id })
-      .from(inboxNotifications)
-      .where(inArray(inboxNotifications.id, ids))
-      .all()
-      .map((r) => r.id);
+    return inSlices(ids).flatMap((slice) =>
+      this.db
+        .select({ id: inboxNotifications.id })
+        .from(inboxNotifications)
+        .where(inArray(inboxNotifications.id, slice))
+        .all()
+        .map((r) => r.id),
+    );
   }
 
   /** N4: every unread notification becomes read now; already-read ones keep their `read_at`. */
@@ -251,13 +253,9 @@ export class UserInbox extends DurableObject<Env> {
       return session && session.expiresAt <= now ? [{ ws, session }] : [];
     });
     const keyIds = [...new Set(due.map((d) => d.session.keyId))];
-    const current = new Map(
-      keyIds.length === 0
-        ? []
-        : (await database(this.env.DB).select({ id: apiKeys.id, expiresAt: apiKeys.expiresAt }).from(apiKeys).where(inArray(apiKeys.id, keyIds))).map(
-            (k) => [k.id, Date.parse(k.expiresAt)] as const,
-          ),
-    );
+    const db = database(this.env.DB);
+    const rows = await Promise.all(inSlices(keyIds).map((slice) => db.select({ id: apiKeys.id, expiresAt: apiKeys.expiresAt }).from(apiKeys).where(inArray(apiKeys.id, slice))));
+    const current = new Map(rows.flat().map((k) => [k.id, Date.parse(k.expiresAt)] as const));
     for (const { ws, session } of due) {
       const expiresAt = current.get(session.keyId);
       if (expiresAt !== undefined && expiresAt > now) {

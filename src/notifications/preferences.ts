@@ -4,6 +4,7 @@ import { auditInsert } from "../audit/log";
 import { requireAuth } from "../auth/session";
 import { can } from "../authz/guard";
 import { database, type Database } from "../db/client";
+import { inSlices } from "../db/slices";
 import { notificationPreferences, notificationTemplates, type UserRow } from "../db/schema";
 import { badRequest, forbidden } from "../http/errors";
 import { canonicalId } from "../http/ids";
@@ -54,9 +55,13 @@ export const preferenceRoutes = new Hono<AppEnv>()
     const user = await targetUser(c, "update");
     const db = database(c.env.DB);
     const ids = [...map.keys()];
-    const templates = ids.length > 0
-      ? await db.select({ id: notificationTemplates.id, mandatory: notificationTemplates.mandatory, name: notificationTemplates.name }).from(notificationTemplates).where(inArray(notificationTemplates.id, ids))
-      : [];
+    const templates = (
+      await Promise.all(
+        inSlices(ids).map((slice) =>
+          db.select({ id: notificationTemplates.id, mandatory: notificationTemplates.mandatory, name: notificationTemplates.name }).from(notificationTemplates).where(inArray(notificationTemplates.id, slice)),
+        ),
+      )
+    ).flat();
     const known = new Map(templates.map((t) => [t.id, t]));
     // Every problem is reported at once, one validation per bad key, and nothing is written.
     for (const { given, id, disabled } of entries) {

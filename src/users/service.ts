@@ -2,6 +2,7 @@ import { and, eq, inArray, sql } from "drizzle-orm";
 import { checkPasswordPolicy } from "../auth/passwords/policy";
 import { SITE_ROLES, isSiteRole } from "../authz/roles";
 import type { Database } from "../db/client";
+import { inSlices } from "../db/slices";
 import { organizationMembers, organizations, users, type UserRow } from "../db/schema";
 import { ApiError, badRequest, conflict } from "../http/errors";
 
@@ -42,15 +43,18 @@ export function toUserResponse(user: Omit<UserRow, "hashedPassword">, organizati
   };
 }
 
-/** Organization ids per user, for a page of users, in one query. */
+/** Organization ids per user, for a page of users (one query per slice of 90 ids). */
 export async function organizationIdsOf(db: Database, userIds: string[]): Promise<Map<string, string[]>> {
   const result = new Map<string, string[]>(userIds.map((id) => [id, []]));
-  if (userIds.length === 0) return result;
-  const rows = await db
-    .select({ userId: organizationMembers.userId, organizationId: organizationMembers.organizationId })
-    .from(organizationMembers)
-    .where(inArray(organizationMembers.userId, userIds));
-  for (const row of rows) result.get(row.userId)?.push(row.organizationId);
+  const slices = await Promise.all(
+    inSlices(userIds).map((slice) =>
+      db
+        .select({ userId: organizationMembers.userId, organizationId: organizationMembers.organizationId })
+        .from(organizationMembers)
+        .where(inArray(organizationMembers.userId, slice)),
+    ),
+  );
+  for (const row of slices.flat()) result.get(row.userId)?.push(row.organizationId);
   return result;
 }
 
