@@ -164,6 +164,19 @@ describe("API tokens", () => {
     await expectError(await call("DELETE", `/users/me/keys/${key.slice(0, 10)}`, { token: user.token }), 404);
   });
 
+  it("a token never mints a token that outlives it: an explicit longer lifetime is 400, the default is cut to what is left", async () => {
+    const user = await createUser();
+    const parent = (await json<{ key: string }>(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "parent", lifetime: 60 } }))).key;
+    const longer = await expectError(await call("POST", "/users/me/keys/tokens", { token: parent, body: { token_name: "child", lifetime: 30 * 86400 } }), 400);
+    expect(longer.validations?.[0]).toMatchObject({ field: "lifetime" });
+    expect(longer.validations?.[0]?.detail).toMatch(/cannot outlive the token that creates it/);
+    const child = (await json<{ key: string }>(await call("POST", "/users/me/keys/tokens", { token: parent, body: { token_name: "child" } }))).key;
+    const [parentRow, childRow] = [await keyRow(parent), await keyRow(child)];
+    expect(Date.parse(childRow?.expires_at ?? "")).toBeLessThanOrEqual(Date.parse(parentRow?.expires_at ?? ""));
+    // A login session may mint the usual 7-day token.
+    expect((await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "week", lifetime: 7 * 86400 } })).status).toBe(201);
+  });
+
   it("caps lifetimes at TOKEN_MAX_LIFETIME and rejects unknown scopes", async () => {
     const user = await createUser();
     const tooLong = await expectError(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "long", lifetime: 365 * 86400 } }), 400);

@@ -125,6 +125,31 @@ describe("users", () => {
     expect(badValue.validations?.[0]?.detail).toBe('"dormant" is not a valid status: use one of active, suspended.');
   });
 
+  it("setting another user's password: owners for anyone, user-admins for members only (never an admin, auditor or owner)", async () => {
+    const admin = await owner();
+    const newPassword = `Quartz-lantern-${crypto.randomUUID()}`;
+    const expected: [actorRoles: string[], targetRoles: string[], status: number][] = [
+      [["owner"], [], 204],
+      [["owner"], ["auditor"], 204],
+      [["owner"], ["user-admin"], 204],
+      [["owner"], ["owner"], 204],
+      [["user-admin"], [], 204],
+      [["user-admin"], ["auditor"], 403],
+      [["user-admin"], ["user-admin"], 403],
+      [["user-admin"], ["owner"], 403],
+    ];
+    for (const [actorRoles, targetRoles, status] of expected) {
+      const actor = await createUser({ roles: actorRoles });
+      const target = await createUser({ roles: targetRoles });
+      const res = await call("PUT", `/users/${target.id}/password`, { token: actor.token, body: { password: newPassword } });
+      expect(res.status, `${actorRoles.join()} → ${targetRoles.join() || "member"}`).toBe(status);
+      // A refusal leaves the target's own password working.
+      const stillWorks = await call("POST", "/users/login", { body: { email: target.email, password: target.password } });
+      expect(stillWorks.status).toBe(status === 204 ? 401 : 201);
+    }
+    expect(admin.id).toBeTruthy();
+  });
+
   it("deletes a user: its keys die, it is gone, it cannot delete itself", async () => {
     const admin = await owner();
     const user = await createUser();
@@ -148,7 +173,9 @@ describe("users", () => {
     await expectError(await call("GET", "/users/me", { token: user.token }), 401);
     const active = await json<UserBody>(await call("PUT", `/users/${user.id}/status/activate`, { token: admin.token }));
     expect(active.status).toBe("active");
-    expect((await call("GET", "/users/me", { token: user.token })).status).toBe(200);
+    // Suspension ended the old session for good (ASVS 7.4.2); the user signs in again.
+    await expectError(await call("GET", "/users/me", { token: user.token }), 401);
+    expect((await call("POST", "/users/login", { body: { email: user.email, password: user.password } })).status).toBe(201);
     await expectError(await call("PUT", "/users/me/status/suspend", { token: admin.token }), 400, "You cannot suspend yourself.");
     expect(await auditActions(user.id)).toEqual(expect.arrayContaining(["suspend", "activate"]));
   });

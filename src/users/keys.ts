@@ -58,10 +58,20 @@ export const keyRoutes = new Hono<AppEnv>()
       throw forbidden("Forbidden.", "A token cannot be given scopes its creator's credential does not hold.");
     }
     const maxMs = c.var.config.TOKEN_MAX_LIFETIME;
-    const lifetimeMs = body.lifetime !== undefined ? body.lifetime * 1000 : Math.min(DEFAULT_TOKEN_LIFETIME_MS, maxMs);
+    // A token never outlives the API token that creates it: otherwise a token about to expire could mint a fresh
+    // 30-day one, and so on forever.
+    const creator = c.var.auth.key;
+    const remainingMs = creator.loginType === "token" ? Date.parse(creator.expiresAt) - Date.now() : Number.POSITIVE_INFINITY;
+    const lifetimeMs = body.lifetime !== undefined ? body.lifetime * 1000 : Math.min(DEFAULT_TOKEN_LIFETIME_MS, maxMs, remainingMs);
     if (lifetimeMs > maxMs) {
       throw badRequest(`Lifetime must be at most ${Math.floor(maxMs / 1000)} seconds.`, {
         validations: [{ field: "lifetime", detail: `The maximum token lifetime is ${Math.floor(maxMs / 1000)} seconds.` }],
+      });
+    }
+    if (lifetimeMs > remainingMs) {
+      const seconds = Math.max(0, Math.floor(remainingMs / 1000));
+      throw badRequest(`Lifetime must be at most ${seconds} seconds.`, {
+        validations: [{ field: "lifetime", detail: `A token cannot outlive the token that creates it (${seconds} seconds left).` }],
       });
     }
     const db = database(c.env.DB);

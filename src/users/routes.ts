@@ -223,6 +223,11 @@ export const userRoutes = new Hono<AppEnv>()
     else {
       assertCan(c, "update", { type: "user", ownerId: user.id });
       assertMayManage(c, user);
+      // Setting someone's password is taking over their account: a user-admin may do it for members only, never
+      // for another admin or an auditor, whose roles it could then use.
+      if (user.roles.length > 0 && !c.var.auth.subject.siteRoles.includes("owner")) {
+        throw forbidden("Forbidden.", "Only an owner can set the password of a user with a site role.");
+      }
     }
     if (user.loginType !== "password") throw badRequest("Only password users can change their password.");
     // Your own password needs the old one; an administrator resetting someone else's does not (Coder's rule).
