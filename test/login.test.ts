@@ -155,3 +155,43 @@ describe("A3 POST /users/login (SPEC §3)", () => {
     expect(ratio).toBeLessThan(3);
   });
 });
+
+describe("sign-in refuses another site (login CSRF)", () => {
+  const EVIL = "https://evil.example.com";
+
+  it("A3: an Origin that is not allowed → 403 and no cookie; our own origin or none → 201", async () => {
+    const user = await createUser();
+    const body = { email: user.email, password: user.password };
+    const refused = await call("POST", "/users/login", { headers: { Origin: EVIL }, body });
+    await expectError(refused, 403, "Forbidden.");
+    expect(refused.headers.get("Set-Cookie")).toBeNull();
+    // The attack: a text/plain form whose field name and value make up a JSON body.
+    const form = await call("POST", "/users/login", {
+      headers: { Origin: EVIL, "Content-Type": "text/plain" },
+      raw: `{"email":"${user.email}","password":"${user.password}","x":"="}`,
+    });
+    await expectError(form, 403, "Forbidden.");
+    expect((await call("POST", "/users/login", { headers: { Origin: "http://localhost:8787" }, body })).status).toBe(201);
+    expect((await call("POST", "/users/login", { body })).status).toBe(201);
+  });
+
+  it("a form content type without a JSON body is refused", async () => {
+    const user = await createUser();
+    const res = await call("POST", "/users/login", {
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      raw: `email=${encodeURIComponent(user.email)}&password=${encodeURIComponent(user.password)}`,
+    });
+    await expectError(res, 400, "Request body must be valid JSON.");
+    expect(res.headers.get("Set-Cookie")).toBeNull();
+  });
+
+  it("A4 and the first user: an Origin that is not allowed → 403", async () => {
+    await owner();
+    await expectError(
+      await call("POST", "/users/otp/change-password", { headers: { Origin: EVIL }, body: { email: "a@herald.test", one_time_passcode: crypto.randomUUID(), password: "violet-anchor-mountain-73" } }),
+      403,
+      "Forbidden.",
+    );
+    await expectError(await call("POST", "/users/first", { headers: { Origin: EVIL }, body: { email: "x@herald.test", username: "x", password: "violet-anchor-mountain-73" } }), 403, "Forbidden.");
+  });
+});

@@ -16,6 +16,7 @@ import { assertPasswordPolicy, findLiveUserByEmail } from "../users/service";
 import { codeHmac, consumePasscode, issuePasscode, passcodeMatches, refundPasscodeTry } from "./otp";
 import { hashPassword, verifyPassword } from "./passwords/hash";
 import { limitPerIp } from "./rate-limit";
+import { refuseCrossSite } from "./session";
 
 export const requestPasscodeBody = z.object({ email: z.email().max(320) });
 export const changePasswordWithPasscodeBody = z.object({
@@ -51,7 +52,7 @@ export const passwordResetRoutes = new Hono<AppEnv>()
     );
     return c.body(null, 204);
   })
-  .post("/users/otp/change-password", jsonBody(changePasswordWithPasscodeBody), async (c) => {
+  .post("/users/otp/change-password", refuseCrossSite, jsonBody(changePasswordWithPasscodeBody), async (c) => {
     const body = c.req.valid("json");
     await limitPerIp(c, "otp-change");
     // The policy sees only what the caller sent, so its verdict cannot reveal whether the account exists.

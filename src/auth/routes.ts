@@ -14,7 +14,7 @@ import { authMethods } from "./methods";
 import { checkPasswordPolicy } from "./passwords/policy";
 import { limitPerAccount, limitPerIp } from "./rate-limit";
 import { credentialsRevoked } from "./revocation";
-import { requireAuth } from "./session";
+import { refuseCrossSite, requireAuth } from "./session";
 
 export const loginBody = z.object({ email: z.email().max(320), password: z.string().max(1024) });
 export const validatePasswordBody = z.object({ password: z.string().max(4096) });
@@ -23,7 +23,7 @@ export const validatePasswordBody = z.object({ password: z.string().max(4096) })
 export const authRoutes = new Hono<AppEnv>()
   // Public, and mounted before /users/{user}, which would otherwise read "authmethods" as a user name.
   .get("/users/authmethods", (c) => c.json(authMethods(c.var.config), 200))
-  .post("/users/login", jsonBody(loginBody), async (c) => {
+  .post("/users/login", refuseCrossSite, jsonBody(loginBody), async (c) => {
     const { email, password } = c.req.valid("json");
     const config = c.var.config;
     await limitPerIp(c, "login");

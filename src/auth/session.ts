@@ -158,6 +158,19 @@ export function isAllowedOrigin(c: Context<AppEnv>, origin: string): boolean {
 }
 
 /**
+ * Sign-in without a credential (A3, A4, the first user) must not be driven by another site: a browser always sends
+ * `Origin` on a cross-site POST, and a `text/plain` form can carry a JSON-looking body, so an `Origin` that is present
+ * must be an allowed one. Clients that are not browsers send none and are unaffected.
+ */
+export const refuseCrossSite = createMiddleware<AppEnv>(async (c, next) => {
+  const origin = c.req.header("Origin");
+  if (origin !== undefined && !isAllowedOrigin(c, origin)) {
+    throw forbidden("Forbidden.", "Sign-in requests from another site are refused.");
+  }
+  await next();
+});
+
+/**
  * Requires a valid credential. A cookie is sent by the browser on its own, so a cookie-authenticated request that
  * changes state (or upgrades to a WebSocket) must also prove where it comes from: an allowed `Origin` (SPEC §2).
  */

@@ -2,7 +2,7 @@ import { and, asc, count, eq, sql, type SQL } from "drizzle-orm";
 import { Hono, type Context } from "hono";
 import { auditInsert } from "../audit/log";
 import { hashPassword, verifyPassword } from "../auth/passwords/hash";
-import { requireAuth } from "../auth/session";
+import { refuseCrossSite, requireAuth } from "../auth/session";
 import { assertCan, can } from "../authz/guard";
 import { database } from "../db/client";
 import { apiKeys, organizationMembers, organizations, userLinks, users, type UserRow } from "../db/schema";
@@ -50,7 +50,7 @@ export const userRoutes = new Hono<AppEnv>()
     if (await firstUserExists(c.env.DB)) return c.json({ message: "The initial user has already been created!" }, 200);
     throw new ApiError(404, "The initial user has not been created!");
   })
-  .post("/users/first", jsonBody(createFirstUserBody), async (c) => {
+  .post("/users/first", refuseCrossSite, jsonBody(createFirstUserBody), async (c) => {
     const body = c.req.valid("json");
     if (await firstUserExists(c.env.DB)) throw conflict("The initial user has already been created.");
     assertPasswordPolicy(body.password, body);
