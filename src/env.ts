@@ -10,6 +10,8 @@ export interface Env {
   USER_INBOX: DurableObjectNamespace<UserInbox>;
   LOGIN_IP_LIMITER: RateLimit;
   LOGIN_ACCOUNT_LIMITER: RateLimit;
+  LOGIN_ACCOUNT_CEILING: RateLimit;
+  SENSITIVE_LIMITER: RateLimit;
   /** Carries notification message ids to this Worker's queue() consumer. */
   NOTIFICATION_QUEUE: Queue<NotificationQueueMessage>;
 
@@ -19,6 +21,7 @@ export interface Env {
   SESSION_MAX_LIFETIME?: string;
   AUTH_CACHE_TTL?: string;
   TOKEN_MAX_LIFETIME?: string;
+  TOKEN_MAX_PER_USER?: string;
   PASSWORD_AUTH_DISABLED?: string;
   OTP_TTL?: string;
   CORS_ALLOWED_ORIGINS?: string;

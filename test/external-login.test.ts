@@ -608,11 +608,12 @@ describe("rate limits of the callbacks and A7 (issue 5 §4)", () => {
     }
   });
 
-  it("limits A7 per account", async () => {
+  it("limits A7 per account (and client)", async () => {
     const user = await createUser();
+    const client = { "CF-Connecting-IP": `198.51.100.${Math.floor(Math.random() * 250)}` };
     let limited: Response | undefined;
     for (let i = 0; i < 25 && !limited; i++) {
-      const res = await call("POST", "/users/me/convert-login", { token: user.token, body: { password: "not-the-password-1", to_type: "oidc" } });
+      const res = await call("POST", "/users/me/convert-login", { token: user.token, headers: client, body: { password: "not-the-password-1", to_type: "oidc" } });
       if (res.status === 429) limited = res;
       else await expectError(res, 401, INCORRECT);
     }

@@ -101,12 +101,13 @@ describe("A3 POST /users/login (SPEC §3)", () => {
     await expectError(await call("POST", "/users/login", { body: { email: `${svc.username}@herald.test`, password: "anything-at-all" } }), 401, INCORRECT);
   });
 
-  it("rate limits per account with 429 and Retry-After", async () => {
+  it("rate limits per account and client with 429 and Retry-After", async () => {
     const email = `target-${crypto.randomUUID().slice(0, 8)}@herald.test`;
+    const attacker = { "CF-Connecting-IP": `198.51.100.${Math.floor(Math.random() * 250)}` };
     let limited: Response | undefined;
     // Twice the limit and more: the local limiter counts in clock-aligned windows, and one may end mid-loop.
     for (let i = 0; i < 24 && !limited; i++) {
-      const res = await call("POST", "/users/login", { body: { email, password: "guess-guess-guess" } });
+      const res = await call("POST", "/users/login", { headers: attacker, body: { email, password: "guess-guess-guess" } });
       if (res.status === 429) limited = res;
       else expect(res.status).toBe(401);
     }
@@ -115,6 +116,33 @@ describe("A3 POST /users/login (SPEC §3)", () => {
     expect(body.message).toMatch(/^You've been rate limited for sending more than 10 requests in 1m0s\.$/);
     expect(limited?.headers.get("Retry-After")).toBe("60");
   });
+
+  it("an attacker's failures from elsewhere never refuse the owner's correct password (no lock-out weapon)", async () => {
+    const user = await createUser();
+    const attacker = { "CF-Connecting-IP": `198.51.100.${Math.floor(Math.random() * 250)}` };
+    let limited = false;
+    for (let i = 0; i < 24 && !limited; i++) {
+      const res = await call("POST", "/users/login", { headers: attacker, body: { email: user.email, password: "guess-guess-guess" } });
+      limited = res.status === 429;
+    }
+    expect(limited).toBe(true);
+    const owner = await call("POST", "/users/login", { headers: { "CF-Connecting-IP": "203.0.113.7" }, body: { email: user.email, password: user.password } });
+    expect(owner.status).toBe(201);
+  });
+
+  it("a slower ceiling per account counts every address together (100 a minute)", async () => {
+    const email = `spread-${crypto.randomUUID().slice(0, 8)}@herald.test`;
+    let limitedAt = 0;
+    // Each guess from its own address; the local limiter counts in clock-aligned windows, so allow two of them.
+    for (let i = 1; i <= 210 && limitedAt === 0; i++) {
+      const res = await call("POST", "/users/login", { body: { email, password: "guess-guess-guess" } });
+      if (res.status === 429) limitedAt = i;
+      else expect(res.status).toBe(401);
+    }
+    expect(limitedAt).toBeGreaterThan(10);
+    const body = await expectError(await call("POST", "/users/login", { body: { email, password: "guess-guess-guess" } }), 429);
+    expect(body.message).toBe("You've been rate limited for sending more than 100 requests in 1m0s.");
+  }, 60_000);
 
   it("rate limits per client IP", async () => {
     const ip = `192.0.2.${Math.floor(Math.random() * 250)}`;

@@ -8,6 +8,8 @@ export interface IssueKeyInput {
   userId: string;
   loginType: ApiKeyRow["loginType"];
   lifetimeMs: number;
+  /** Epoch ms the key may not outlive (the API token that creates it). */
+  notAfter?: number;
   scopes?: string[];
   tokenName?: string | null;
 }
@@ -32,7 +34,7 @@ export async function issueKey(db: Database, input: IssueKeyInput) {
     tokenName: input.tokenName ?? null,
     scopes: input.scopes ?? ["all"],
     lifetimeSeconds: Math.floor(input.lifetimeMs / 1000),
-    expiresAt: nowIso(now + input.lifetimeMs),
+    expiresAt: nowIso(Math.min(now + input.lifetimeMs, input.notAfter ?? Number.POSITIVE_INFINITY)),
     createdAt: nowIso(now),
     updatedAt: nowIso(now),
     lastUsed: nowIso(now),

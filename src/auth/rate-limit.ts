@@ -8,7 +8,9 @@ import type { AppEnv } from "../http/types";
  */
 export const LOGIN_LIMITS = {
   perIp: { limit: 20, periodSeconds: 60 },
-  perAccount: { limit: 10, periodSeconds: 60 },
+  perAccountAndClient: { limit: 10, periodSeconds: 60 },
+  perAccount: { limit: 100, periodSeconds: 60 },
+  sensitive: { limit: 10, periodSeconds: 60 },
 } as const;
 
 /** Throws SPEC §1's 429 once `key` has used its budget on `limiter`. */
@@ -27,7 +29,23 @@ export function limitPerIp(c: Context<AppEnv>, route: string): Promise<void> {
   return enforceRateLimit(c.env.LOGIN_IP_LIMITER, `${route}:${ip}`, LOGIN_LIMITS.perIp);
 }
 
-/** Per account (by normalised e-mail, known or not, so the limit itself reveals nothing). */
-export function limitPerAccount(c: Context<AppEnv>, route: string, email: string): Promise<void> {
-  return enforceRateLimit(c.env.LOGIN_ACCOUNT_LIMITER, `${route}:${email.toLowerCase()}`, LOGIN_LIMITS.perAccount);
+/**
+ * Per account (by normalised e-mail, known or not, so the limit itself reveals nothing), in two tiers: 10 a minute
+ * from one client address, so failures elsewhere never refuse the owner's correct password; and a slower ceiling of
+ * 100 a minute from all addresses together, against guessing spread over many. The trade-off: an attacker with more
+ * than ten addresses can still hold the ceiling and refuse password sign-in for the minute (docs/security.md).
+ */
+export async function limitPerAccount(c: Context<AppEnv>, route: string, email: string): Promise<void> {
+  const account = `${route}:${email.toLowerCase()}`;
+  const ip = c.req.header("CF-Connecting-IP") ?? "local";
+  await enforceRateLimit(c.env.LOGIN_ACCOUNT_LIMITER, `${account}:${ip}`, LOGIN_LIMITS.perAccountAndClient);
+  await enforceRateLimit(c.env.LOGIN_ACCOUNT_CEILING, account, LOGIN_LIMITS.perAccount);
+}
+
+/**
+ * Per user, for what costs a password hash or mints credentials: password checks, validation, tokens. Keyed by the
+ * signed-in caller unless another user is the one concerned (a token is counted against the user who will hold it).
+ */
+export function limitSensitive(c: Context<AppEnv>, route: string, userId = c.var.auth.user.id): Promise<void> {
+  return enforceRateLimit(c.env.SENSITIVE_LIMITER, `${route}:${userId}`, LOGIN_LIMITS.sensitive);
 }

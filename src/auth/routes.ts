@@ -12,7 +12,7 @@ import { issueKey, loginSessionLifetime } from "./keys";
 import { LoginMessages, verifyLogin } from "./login";
 import { authMethods } from "./methods";
 import { checkPasswordPolicy } from "./passwords/policy";
-import { limitPerAccount, limitPerIp } from "./rate-limit";
+import { limitPerAccount, limitPerIp, limitSensitive } from "./rate-limit";
 import { credentialsRevoked } from "./revocation";
 import { refuseCrossSite, requireAuth } from "./session";
 
@@ -52,8 +52,10 @@ export const authRoutes = new Hono<AppEnv>()
     credentialsRevoked(c.env, c.executionCtx, user.id, [key.id]);
     return c.json({ message: "Logged out!" }, 200);
   })
-  .post("/users/validate-password", requireAuth, jsonBody(validatePasswordBody), (c) => {
+  .post("/users/validate-password", requireAuth, jsonBody(validatePasswordBody), async (c) => {
     const { password } = c.req.valid("json");
+    // The strength estimate costs about 20 ms of CPU: limited like any password check.
+    await limitSensitive(c, "validate-password");
     const { email, username, name } = c.var.auth.user;
     return c.json(checkPasswordPolicy(password, { email, username, name }), 200);
   });

@@ -52,6 +52,8 @@ export const configSchema = z
       return ms;
     }),
   TOKEN_MAX_LIFETIME: duration("720h"),
+  /** How many named API tokens one user may hold. */
+  TOKEN_MAX_PER_USER: z.coerce.number().int().min(1).max(10_000).default(100),
   PASSWORD_AUTH_DISABLED: bool(false),
   OTP_TTL: duration("10m"),
   CORS_ALLOWED_ORIGINS: z

@@ -186,6 +186,17 @@ export const oneTimePasscodes = sqliteTable("one_time_passcodes", {
   createdAt: timestamp("created_at").notNull(),
 });
 
+/** When passcode mails went to each user: the sliding hourly and daily caps count these (kept a day). */
+export const passcodeMails = sqliteTable(
+  "passcode_mails",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id").notNull(),
+    sentAt: timestamp("sent_at").notNull(),
+  },
+  (t) => [index("passcode_mails_user").on(t.userId, t.sentAt)],
+);
+
 /** External identities: a user signs in through a provider by (issuer, subject), never by e-mail alone. */
 export const userLinks = sqliteTable(
   "user_links",

@@ -1,4 +1,5 @@
 import { and, asc, eq, inArray, isNull, lt, lte, ne, or } from "drizzle-orm";
+import { purgePasscodeMails } from "../auth/password-reset";
 import { database } from "../db/client";
 import { notificationMessages } from "../db/schema";
 import type { Env, NotificationQueueMessage } from "../env";
@@ -92,4 +93,5 @@ export async function purgeFinished(env: Env): Promise<void> {
 export async function handleScheduled(env: Env): Promise<void> {
   await redrive(env, STRAGGLER_AGE_MS);
   await purgeFinished(env);
+  await purgePasscodeMails(env);
 }

@@ -1,7 +1,8 @@
-import { and, desc, eq } from "drizzle-orm";
+import { and, count, desc, eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { auditInsert } from "../audit/log";
 import { issueKey } from "../auth/keys";
+import { limitSensitive } from "../auth/rate-limit";
 import { requireAuth } from "../auth/session";
 import { isKnownScope } from "../authz/catalog";
 import { assertCan } from "../authz/guard";
@@ -49,6 +50,7 @@ export const keyRoutes = new Hono<AppEnv>()
     const body = c.req.valid("json");
     const user = await resolveUser(c, c.req.param("user"));
     assertCan(c, "create", { type: "api_key", ownerId: user.id });
+    await limitSensitive(c, "token-create", user.id);
     const scopes = [...new Set(body.scopes ?? ["all"])].sort();
     const unknown = scopes.filter((s) => !isKnownScope(s));
     if (unknown.length > 0) {
@@ -61,7 +63,8 @@ export const keyRoutes = new Hono<AppEnv>()
     // A token never outlives the API token that creates it: otherwise a token about to expire could mint a fresh
     // 30-day one, and so on forever.
     const creator = c.var.auth.key;
-    const remainingMs = creator.loginType === "token" ? Date.parse(creator.expiresAt) - Date.now() : Number.POSITIVE_INFINITY;
+    const notAfter = creator.loginType === "token" ? Date.parse(creator.expiresAt) : undefined;
+    const remainingMs = notAfter !== undefined ? notAfter - Date.now() : Number.POSITIVE_INFINITY;
     const lifetimeMs = body.lifetime !== undefined ? body.lifetime * 1000 : Math.min(DEFAULT_TOKEN_LIFETIME_MS, maxMs, remainingMs);
     if (lifetimeMs > maxMs) {
       throw badRequest(`Lifetime must be at most ${Math.floor(maxMs / 1000)} seconds.`, {
@@ -75,7 +78,12 @@ export const keyRoutes = new Hono<AppEnv>()
       });
     }
     const db = database(c.env.DB);
-    const key = await issueKey(db, { userId: user.id, loginType: "token", lifetimeMs, scopes, tokenName: body.token_name });
+    const cap = c.var.config.TOKEN_MAX_PER_USER;
+    const [held] = await db.select({ n: count() }).from(apiKeys).where(and(eq(apiKeys.userId, user.id), eq(apiKeys.loginType, "token")));
+    if ((held?.n ?? 0) >= cap) {
+      throw badRequest("Too many API tokens.", { detail: `A user may hold at most ${cap} API tokens (TOKEN_MAX_PER_USER): delete one first.` });
+    }
+    const key = await issueKey(db, { userId: user.id, loginType: "token", lifetimeMs, notAfter, scopes, tokenName: body.token_name });
     try {
       await db.batch([
         key.insert,

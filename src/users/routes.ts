@@ -2,6 +2,7 @@ import { and, asc, count, eq, sql, type SQL } from "drizzle-orm";
 import { Hono, type Context } from "hono";
 import { auditInsert } from "../audit/log";
 import { hashPassword, verifyPassword } from "../auth/passwords/hash";
+import { limitSensitive } from "../auth/rate-limit";
 import { refuseCrossSite, requireAuth } from "../auth/session";
 import { assertCan, can } from "../authz/guard";
 import { database } from "../db/client";
@@ -230,8 +231,10 @@ export const userRoutes = new Hono<AppEnv>()
       }
     }
     if (user.loginType !== "password") throw badRequest("Only password users can change their password.");
-    // Your own password needs the old one; an administrator resetting someone else's does not (Coder's rule).
+    // Your own password needs the old one; an administrator resetting someone else's does not (Coder's rule). The
+    // old password is a password check: limited, or a stolen session could guess it without end.
     if (self) {
+      await limitSensitive(c, "password-change");
       const { valid } = await verifyPassword(user.hashedPassword, body.old_password ?? "");
       if (!body.old_password || !valid) {
         throw badRequest("Old password is incorrect.", { validations: [{ field: "old_password", detail: "Old password is incorrect." }] });
