@@ -32,6 +32,8 @@ export async function issuePasscode(db: Database, config: Config, userId: string
  * an expired or burned code never matches.
  */
 export async function passcodeMatches(db: Database, config: Config, userId: string, code: string): Promise<boolean> {
+  // Computed whether or not a code is stored, so an unknown account costs the same.
+  const presented = await codeHmac(config, userId, code);
   const rows = await db
     .update(oneTimePasscodes)
     .set({ attempts: sql`${oneTimePasscodes.attempts} + 1` })
@@ -44,7 +46,7 @@ export async function passcodeMatches(db: Database, config: Config, userId: stri
     )
     .returning({ codeHmac: oneTimePasscodes.codeHmac });
   const stored = rows[0]?.codeHmac;
-  return stored !== undefined && timingSafeEqualText(await codeHmac(config, userId, code), stored);
+  return stored !== undefined && timingSafeEqualText(presented, stored);
 }
 
 /** A correct code presented with a refused password was not a wrong try: give the try back. */

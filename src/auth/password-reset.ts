@@ -3,7 +3,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { database, type Database } from "../db/client";
-import { apiKeys, oneTimePasscodes, passcodeMails, users } from "../db/schema";
+import { apiKeys, oneTimePasscodes, passcodeMails, users, type UserRow } from "../db/schema";
 import type { Env } from "../env";
 import { badRequest } from "../http/errors";
 import type { AppEnv } from "../http/types";
@@ -16,7 +16,7 @@ import { sendPasswordChangedNotice } from "../users/events";
 import { assertPasswordPolicy, findLiveUserByEmail } from "../users/service";
 import { codeHmac, consumePasscode, issuePasscode, passcodeMatches, refundPasscodeTry } from "./otp";
 import { hashPassword, verifyPassword } from "./passwords/hash";
-import { limitPerIp } from "./rate-limit";
+import { limitPerAccount, limitPerIp } from "./rate-limit";
 import { refuseCrossSite } from "./session";
 
 export const requestPasscodeBody = z.object({ email: z.email().max(320) });
@@ -53,6 +53,36 @@ export async function purgePasscodeMails(env: Env, now = Date.now()): Promise<vo
   await database(env.DB).delete(passcodeMails).where(lt(passcodeMails.sentAt, nowIso(now - DAY_MS)));
 }
 
+/** What A4 needs to look up, as functions, so its structure can be checked apart from D1. */
+export interface ResetChecks {
+  findAccount(email: string): Promise<UserRow | undefined>;
+  verifyPassword(hash: string | null | undefined, password: string): Promise<{ valid: boolean }>;
+  passcodeMatches(userId: string, code: string): Promise<boolean>;
+}
+
+export type ResetVerdict = { outcome: "incorrect" } | { outcome: "same-password" | "accepted"; user: UserRow };
+
+/** Stands in for the user id of an e-mail that names no password account: no passcode row ever has it. */
+const NO_ACCOUNT = "00000000-0000-0000-0000-000000000000";
+
+/**
+ * A4's checks, the same work whatever the e-mail names (docs/security.md): one account lookup, one password verify
+ * (against the account's hash, or a dummy one), one passcode check (which finds no code for an unknown account) —
+ * in that order, every time. Only then are the answers looked at, so neither timing nor the tries spent tell an
+ * existing account from an unknown one.
+ */
+export async function checkResetAttempt(
+  checks: ResetChecks,
+  attempt: { email: string; one_time_passcode: string; password: string },
+): Promise<ResetVerdict> {
+  const found = await checks.findAccount(attempt.email);
+  const account = found?.loginType === "password" ? found : undefined;
+  const sameAsOld = await checks.verifyPassword(account?.hashedPassword, attempt.password);
+  const codeMatches = await checks.passcodeMatches(account?.id ?? NO_ACCOUNT, attempt.one_time_passcode);
+  if (!account || !codeMatches) return { outcome: "incorrect" };
+  return { outcome: sameAsOld.valid ? "same-password" : "accepted", user: account };
+}
+
 /** A5 and A4 (SPEC §3). */
 export const passwordResetRoutes = new Hono<AppEnv>()
   .post("/users/otp/request", jsonBody(requestPasscodeBody), async (c) => {
@@ -62,6 +92,8 @@ export const passwordResetRoutes = new Hono<AppEnv>()
     // timing are the same for every e-mail; over the per-e-mail limit nothing is sent either.
     c.executionCtx.waitUntil(
       (async () => {
+        // Yield first: not one account-dependent step runs before the 204 has been handed back.
+        await new Promise((resolve) => setTimeout(resolve, 0));
         const db = database(c.env.DB);
         const user = await findLiveUserByEmail(db, email);
         if (!user || user.loginType !== "password" || user.isSystem) return;
@@ -82,15 +114,20 @@ export const passwordResetRoutes = new Hono<AppEnv>()
     await limitPerIp(c, "otp-change");
     // The policy sees only what the caller sent, so its verdict cannot reveal whether the account exists.
     assertPasswordPolicy(body.password, { email: body.email });
+    await limitPerAccount(c, "otp-change", body.email);
     const db = database(c.env.DB);
     const config = c.var.config;
-    const user = await findLiveUserByEmail(db, body.email);
-    if (!user || user.loginType !== "password") {
-      await verifyPassword(undefined, body.password); // same cost as the real path below
-      throw badRequest(INCORRECT);
-    }
-    if (!(await passcodeMatches(db, config, user.id, body.one_time_passcode))) throw badRequest(INCORRECT);
-    if ((await verifyPassword(user.hashedPassword, body.password)).valid) {
+    const verdict = await checkResetAttempt(
+      {
+        findAccount: (email) => findLiveUserByEmail(db, email),
+        verifyPassword,
+        passcodeMatches: (userId, code) => passcodeMatches(db, config, userId, code),
+      },
+      body,
+    );
+    if (verdict.outcome === "incorrect") throw badRequest(INCORRECT);
+    const user = verdict.user;
+    if (verdict.outcome === "same-password") {
       await refundPasscodeTry(db, user.id);
       throw badRequest("New password cannot match old password.");
     }
