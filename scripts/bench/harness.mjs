@@ -188,7 +188,8 @@ export async function start({ outdir, stateDir, host, ports, secretKey, withoutQ
   const modules = bundleModules(outdir, modulesRules);
   // Only wrangler.toml's [vars]: a developer's .dev.vars (which wrangler merges in) must not change what is measured.
   const { vars } = quietly(() => wrangler.unstable_readConfig({ config: path.join(root, "wrangler.toml") }));
-  const bindings = Object.fromEntries(Object.entries(herald.bindings ?? {}).filter(([name]) => Object.hasOwn(vars ?? {}, name)));
+  // The values too: wrangler's merged bindings carry .dev.vars values under the same names.
+  const bindings = Object.fromEntries(Object.entries(vars ?? {}).map(([name, value]) => [name, typeof value === "string" ? value : JSON.stringify(value)]));
   const ratelimits = Object.fromEntries(
     Object.entries(herald.ratelimits ?? {}).map(([name, rl]) => [name, { ...rl, simple: { ...rl.simple, limit: BENCH_RATE_LIMIT } }]),
   );

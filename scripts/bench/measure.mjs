@@ -119,6 +119,23 @@ export async function interleavedLatency(client, requests, { samples, warmup = 1
   return Object.fromEntries(names.map((n) => [n, { ...summarize(times[n]), bad: bad[n] }]));
 }
 
+/** Raw timings of several requests sent alternately (a, b, a, b, …), for a statistical comparison of the sets. */
+export async function interleavedSamples(client, requests, { samples, warmup = 5 }) {
+  const names = Object.keys(requests);
+  for (let i = 0; i < warmup; i++) for (const n of names) await client.request(requests[n].method ?? "GET", requests[n].path, requests[n]);
+  const times = Object.fromEntries(names.map((n) => [n, []]));
+  const statuses = Object.fromEntries(names.map((n) => [n, new Set()]));
+  for (let i = 0; i < samples; i++) {
+    // Alternate which goes first, so neither always follows the other's background work.
+    for (const n of i % 2 === 0 ? names : [...names].reverse()) {
+      const r = await client.request(requests[n].method ?? "GET", requests[n].path, requests[n]);
+      times[n].push(r.ms);
+      statuses[n].add(r.status);
+    }
+  }
+  return Object.fromEntries(names.map((n) => [n, { samples: times[n], statuses: [...statuses[n]] }]));
+}
+
 /**
  * N5 delivery latency: one watch socket open, then `samples` custom notifications sent one after another; each is
  * timed from just before the POST until its frame arrives on the socket.

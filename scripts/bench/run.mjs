@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { BENCH_RATE_LIMIT, applyMigrations, build, generateSecretKey, gzipSizeOf, root, start, versions } from "./harness.mjs";
-import { interleavedLatency, latency, sequentialClient, throughput, watchLatency } from "./measure.mjs";
+import { interleavedLatency, interleavedSamples, latency, sequentialClient, summarize, throughput, watchLatency } from "./measure.mjs";
+import { mannWhitney } from "./stats.mjs";
 import { codeInfo, machineInfo, printTable, writeResults } from "./report.mjs";
 import { deliverThroughObject, growInboxOffline, objectFile } from "./seed.mjs";
 
@@ -17,6 +18,7 @@ const settings = {
   durationS: num("BENCH_DURATION", 6),
   latencySamples: num("BENCH_LATENCY_SAMPLES", 300),
   loginSamples: num("BENCH_LOGIN_SAMPLES", 40),
+  enumerationSamples: num("BENCH_ENUMERATION_SAMPLES", 70),
   watchSamples: num("BENCH_WATCH_SAMPLES", 200),
   bigInbox: num("BENCH_BIG_INBOX", 100_000),
   smallInbox: 100,
@@ -284,6 +286,26 @@ async function main() {
         }),
       };
     });
+    lat.enumeration = await attempt("enumeration timing", async () => {
+      const n = settings.enumerationSamples;
+      log(`timing: A3, A4, A5 for an existing account vs an unknown e-mail, ${n} interleaved pairs each (Mann–Whitney)`);
+      const unknown = "nobody-at-all@bench.example.com";
+      const pair = async (known, other) => {
+        const r = await interleavedSamples(client, { known, unknown: other }, { samples: n });
+        return { ...mannWhitney(r.known.samples, r.unknown.samples), known: { ...summarize(r.known.samples), statuses: r.known.statuses }, unknown: { ...summarize(r.unknown.samples), statuses: r.unknown.statuses } };
+      };
+      const post = (route, body) => ({ method: "POST", path: `/api/v2${route}`, body });
+      const code = "00000000-0000-4000-8000-000000000000";
+      const newPassword = "Quince-Harbor-Lamp-58-Violet";
+      return {
+        a3: await pair(post("/users/login", { email: ada.email, password: "Wrong-Password-12-Xylophone" }), post("/users/login", { email: unknown, password: "Wrong-Password-12-Xylophone" })),
+        a4: await pair(
+          post("/users/otp/change-password", { email: ada.email, one_time_passcode: code, password: newPassword }),
+          post("/users/otp/change-password", { email: unknown, one_time_passcode: code, password: newPassword }),
+        ),
+        a5: await pair(post("/users/otp/request", { email: ada.email }), post("/users/otp/request", { email: unknown })),
+      };
+    });
     lat.watch = await attempt("watch latency", async () => {
       log(`latency: watch delivery, ${settings.watchSamples} custom notifications one after another`);
       const w = await watchLatency({ base, client, token: watcher.token, samples: settings.watchSamples });
@@ -343,13 +365,20 @@ async function main() {
     row("authcheck_no_lookup_p50", "  … same checks without resource_id, p50", () => lat.authcheck.withoutLookups.p50, "ms");
     row("login_p50", "POST /users/login (argon2id), p50", () => lat.login.known.p50, "ms", "≤ 80 ms", (v) => v <= 80);
     row("login_unknown_p50", "  … unknown e-mail (dummy hash), p50", () => lat.login.unknownEmail.p50, "ms");
+    for (const [id, label] of [["a3", "A3 login, wrong password"], ["a4", "A4 change-password, wrong code"], ["a5", "A5 passcode request"]]) {
+      const r = () => lat.enumeration[id];
+      row(`enumeration_${id}_z`, `${label}: existing vs unknown e-mail, Mann–Whitney z`, () => Math.round(r().z * 100) / 100, "", "|z| < 1.96", (v) => Math.abs(v) < 1.96);
+      row(`enumeration_${id}_known_p50`, "  … existing account, p50", () => r().known.p50, "ms");
+      row(`enumeration_${id}_unknown_p50`, "  … unknown e-mail, p50", () => r().unknown.p50, "ms");
+    }
     const gzipKiB = env.size.gzipKiB ?? env.gz.gzipKiB;
     row("bundle_gzip", `bundle, gzip (${env.size.gzipKiB === undefined ? "own gzip of the modules" : "wrangler's report"})`, () => gzipKiB, "KiB", "≤ 500 KiB", (v) => v <= 500);
     row("deliver_rate", "deliver RPC into one inbox (seeding, context)", () => env.realDeliveries.perSecond, "/s");
     printTable(rows);
 
     notes.push(
-      `Login rate limits (LOGIN_IP_LIMITER 20/min, LOGIN_ACCOUNT_LIMITER 10/min in wrangler.toml) were raised to ${BENCH_RATE_LIMIT} per period in the bench's miniflare options only.`,
+      `Rate limits (every [[ratelimits]] binding of wrangler.toml) were raised to ${BENCH_RATE_LIMIT} per period in the bench's miniflare options only.`,
+      "Enumeration timing: each pair alternates an existing account and an unknown e-mail (which goes first alternates too); Mann–Whitney U, two-sided, normal approximation with tie correction (scripts/bench/stats.mjs). |z| < 1.96 means no difference at p = 0.05.",
       "Vars come from wrangler.toml only (a local .dev.vars is ignored); SECRET_KEY is generated for the run. The every-minute cron trigger is not registered, so it cannot fire mid-measurement.",
       "POST /notifications/custom also enqueues an e-mail copy (NOTIFICATIONS_METHOD=smtp, no EMAIL_SMARTHOST): it is recorded as a permanent failure at enqueue, as it would be in this configuration, so no queue work runs beside the watch.",
       `Throughput: autocannon, ${settings.connections} connections, ${settings.durationS} s per measurement after a 1 s warm-up, from the Node process that hosts miniflare, on the same machine as workerd. Latency: one keep-alive connection, sequential requests, timed in microseconds.`,
