@@ -236,8 +236,9 @@ type Line = readonly [Operation, Target, Cells];
  */
 const MATRIX: readonly Line[] = [
   //                                 anon  owner u-adm audit member system m:read o:read m:inbox
-  [op.dispatchMethods, "—",         [401,  200,  200,  200,  200,   200,   200,   200,   200]],
-  [op.getSettings,     "—",         [401,  200,  200,  200,  200,   200,   200,   200,   200]],
+  // Every signed-in user may read these; a narrowed token needs the deployment_config:read scope (docs/security.md).
+  [op.dispatchMethods, "—",         [401,  200,  200,  200,  200,   200,   403,   403,   403]],
+  [op.getSettings,     "—",         [401,  200,  200,  200,  200,   200,   403,   403,   403]],
   [op.putSettings,     "—",         [401,  304,  403,  403,  403,   403,   403,   403,   403]],
   [op.templatesSystem, "—",         [401,  200,  200,  200,  200,   200,   403,   403,   403]],
   [op.templatesCustom, "—",         [401,  200,  200,  200,  200,   200,   403,   403,   403]],

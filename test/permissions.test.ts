@@ -280,9 +280,11 @@ const MATRIX: readonly Line[] = [
   [op.firstGet,               "—",      [200,   200,  200,  200,  200,   200,   200,   200]],
   [op.firstPost,              "—",      [409,   409,  409,  409,  409,   409,   409,   409]],
   [op.login,                  "self",   [null,  201,  201,  201,  201,   401,   201,   201]],
-  [op.logout,                 "self",   [401,   200,  200,  200,  200,   200,   200,   200]],
+  // Logging out deletes the calling key, and validating a password reads personal data: a user:read token has
+  // neither scope (docs/security.md: every route checks a scope).
+  [op.logout,                 "self",   [401,   200,  200,  200,  200,   200,   403,   403]],
   [op.authcheck,              "—",      [401,   200,  200,  200,  200,   200,   200,   200]],
-  [op.validatePassword,       "—",      [401,   200,  200,  200,  200,   200,   200,   200]],
+  [op.validatePassword,       "—",      [401,   200,  200,  200,  200,   200,   403,   403]],
   [op.createUser,             "—",      [401,   201,  201,  403,  403,   403,   403,   403]],
   [op.listUsers,              "—",      [401,   200,  200,  200,  200,   200,   200,   200]],
   [op.getUser,                "self",   [401,   200,  200,  200,  200,   200,   200,   200]],

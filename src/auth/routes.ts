@@ -4,6 +4,7 @@ import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { database } from "../db/client";
 import { apiKeys, users } from "../db/schema";
+import { assertScope } from "../authz/guard";
 import { forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
@@ -42,6 +43,8 @@ export const authRoutes = new Hono<AppEnv>()
     return c.json({ session_token: session.token }, 201);
   })
   .post("/users/logout", requireAuth, async (c) => {
+    // Logging out deletes the calling key: a narrowed token needs api_key:delete for it, like any key deletion.
+    assertScope(c, "api_key", "delete");
     const { key, user } = c.var.auth;
     const db = database(c.env.DB);
     await db.batch([
@@ -54,6 +57,7 @@ export const authRoutes = new Hono<AppEnv>()
   })
   .post("/users/validate-password", requireAuth, jsonBody(validatePasswordBody), async (c) => {
     const { password } = c.req.valid("json");
+    assertScope(c, "user", "read_personal");
     // The strength estimate costs about 20 ms of CPU: limited like any password check.
     await limitSensitive(c, "validate-password");
     const { email, username, name } = c.var.auth.user;

@@ -1,8 +1,8 @@
 import type { Context } from "hono";
 import { forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
-import type { Action } from "./catalog";
-import { authorize, type AuthzObject } from "./evaluate";
+import type { Action, ResourceType } from "./catalog";
+import { authorize, scopeAllows, type AuthzObject } from "./evaluate";
 
 /** Whether the authenticated caller may do `action` on `object`: every endpoint asks through here. */
 export function can(c: Context<AppEnv>, action: Action, object: AuthzObject): boolean {
@@ -13,5 +13,15 @@ export function can(c: Context<AppEnv>, action: Action, object: AuthzObject): bo
 export function assertCan(c: Context<AppEnv>, action: Action, object: AuthzObject, message?: string): void {
   if (!can(c, action, object)) {
     throw forbidden("Forbidden.", message ?? `You do not have permission to ${action} this ${object.type}.`);
+  }
+}
+
+/**
+ * Throws 403 unless the caller's credential carries a scope for `action` on `type`. For endpoints every signed-in
+ * user may use (their roles need no grant), so that a narrowed API token still reaches only what its scopes name.
+ */
+export function assertScope(c: Context<AppEnv>, type: ResourceType, action: Action): void {
+  if (!scopeAllows(c.var.auth.key.scopes, type, action)) {
+    throw forbidden("Forbidden.", `This credential's scopes do not include ${type}:${action}.`);
   }
 }

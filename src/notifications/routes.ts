@@ -2,7 +2,7 @@ import { and, asc, count, desc, eq, type SQL } from "drizzle-orm";
 import { Hono, type Context } from "hono";
 import { auditInsert } from "../audit/log";
 import { requireAuth } from "../auth/session";
-import { assertCan, can } from "../authz/guard";
+import { assertCan, assertScope, can } from "../authz/guard";
 import { database } from "../db/client";
 import { notificationMessages, notificationTemplates, type MessageRow, type TemplateRow } from "../db/schema";
 import { ApiError, forbidden } from "../http/errors";
@@ -77,10 +77,14 @@ export const notificationRoutes = new Hono<AppEnv>()
     });
     return c.body(null, 204);
   })
-  .get("/notifications/dispatch-methods", requireAuth, (c) =>
-    c.json([{ available: ["smtp", "webhook"], default: c.var.config.NOTIFICATIONS_METHOD }], 200),
-  )
-  .get("/notifications/settings", requireAuth, async (c) => c.json({ notifier_paused: await readPaused(database(c.env.DB)) }, 200))
+  .get("/notifications/dispatch-methods", requireAuth, (c) => {
+    assertScope(c, "deployment_config", "read");
+    return c.json([{ available: ["smtp", "webhook"], default: c.var.config.NOTIFICATIONS_METHOD }], 200);
+  })
+  .get("/notifications/settings", requireAuth, async (c) => {
+    assertScope(c, "deployment_config", "read");
+    return c.json({ notifier_paused: await readPaused(database(c.env.DB)) }, 200);
+  })
   .put("/notifications/settings", requireAuth, jsonBody(settingsBody), async (c) => {
     assertCan(c, "update", { type: "deployment_config" });
     const { notifier_paused } = c.req.valid("json");

@@ -4,7 +4,7 @@ import { auditInsert } from "../audit/log";
 import { hashPassword, verifyPassword } from "../auth/passwords/hash";
 import { limitSensitive } from "../auth/rate-limit";
 import { refuseCrossSite, requireAuth } from "../auth/session";
-import { assertCan, can } from "../authz/guard";
+import { assertCan, assertScope, can } from "../authz/guard";
 import { database } from "../db/client";
 import { apiKeys, organizationMembers, organizations, userLinks, users, type UserRow } from "../db/schema";
 import { ApiError, badRequest, conflict, forbidden } from "../http/errors";
@@ -126,6 +126,8 @@ export const userRoutes = new Hono<AppEnv>()
   })
   .get("/users", requireAuth, queryParams(listUsersQuery), async (c) => {
     const { q, status, limit, offset } = c.req.valid("query");
+    // Even a member's list of itself is a read of users: a narrowed token needs the scope.
+    assertScope(c, "user", "read");
     const db = database(c.env.DB);
     const filters: SQL[] = [eq(users.deleted, false)];
     // Without site-wide read a caller lists only what it may read: itself.
