@@ -50,7 +50,6 @@ export const keyRoutes = new Hono<AppEnv>()
     const body = c.req.valid("json");
     const user = await resolveUser(c, c.req.param("user"));
     assertCan(c, "create", { type: "api_key", ownerId: user.id });
-    await limitSensitive(c, "token-create", user.id);
     const scopes = [...new Set(body.scopes ?? ["all"])].sort();
     const unknown = scopes.filter((s) => !isKnownScope(s));
     if (unknown.length > 0) {
@@ -77,6 +76,8 @@ export const keyRoutes = new Hono<AppEnv>()
         validations: [{ field: "lifetime", detail: `A token cannot outlive the token that creates it (${seconds} seconds left).` }],
       });
     }
+    // Limited once the request is otherwise acceptable: the limit guards minting, and a refused request mints nothing.
+    await limitSensitive(c, "token-create", user.id);
     const db = database(c.env.DB);
     const cap = c.var.config.TOKEN_MAX_PER_USER;
     const [held] = await db.select({ n: count() }).from(apiKeys).where(and(eq(apiKeys.userId, user.id), eq(apiKeys.loginType, "token")));

@@ -236,11 +236,11 @@ export const userRoutes = new Hono<AppEnv>()
     // Your own password needs the old one; an administrator resetting someone else's does not (Coder's rule). The
     // old password is a password check: limited, or a stolen session could guess it without end.
     if (self) {
+      const incorrect = () => badRequest("Old password is incorrect.", { validations: [{ field: "old_password", detail: "Old password is incorrect." }] });
+      // No old password means nothing to check: answered before the limit, which guards the hash work.
+      if (!body.old_password) throw incorrect();
       await limitSensitive(c, "password-change");
-      const { valid } = await verifyPassword(user.hashedPassword, body.old_password ?? "");
-      if (!body.old_password || !valid) {
-        throw badRequest("Old password is incorrect.", { validations: [{ field: "old_password", detail: "Old password is incorrect." }] });
-      }
+      if (!(await verifyPassword(user.hashedPassword, body.old_password)).valid) throw incorrect();
     }
     assertPasswordPolicy(body.password, user);
     if ((await verifyPassword(user.hashedPassword, body.password)).valid) {
