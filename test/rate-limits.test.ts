@@ -2,7 +2,8 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { app } from "../src/app";
-import { PASSCODE_MAILS } from "../src/auth/password-reset";
+import { claimPasscodeMail, PASSCODE_MAILS } from "../src/auth/password-reset";
+import { database } from "../src/db/client";
 import { handleScheduled } from "../src/notifications/background";
 import type { Env } from "../src/env";
 import { TEMPLATE_IDS } from "../src/notifications/templates";
@@ -88,6 +89,24 @@ describe("passcode mail per address: 5 an hour, 10 a day, over sliding windows",
     expect((await call("POST", "/users/otp/request", { body: { email: user.email } })).status).toBe(204);
     await new Promise((r) => setTimeout(r, 300));
     expect(await passcodeMails(user.id)).toBe(0);
+  });
+
+  it("the windows slide: a mail 61 minutes old no longer counts for the hour, one 22 hours old still counts for the day", async () => {
+    const db = database(env.DB);
+    const user = await createUser();
+    const now = Date.now();
+    const at = (msAgo: number) => new Date(now - msAgo).toISOString();
+    const record = (msAgo: number) => env.DB.prepare("INSERT INTO passcode_mails (id, user_id, sent_at) VALUES (?, ?, ?)").bind(crypto.randomUUID(), user.id, at(msAgo)).run();
+    for (let i = 0; i < PASSCODE_MAILS.perHour - 1; i++) await record(60_000);
+    await record(61 * 60_000);
+    // Four in the last hour: one more fits.
+    expect(await claimPasscodeMail(db, user.id, now)).toBe(true);
+    expect(await claimPasscodeMail(db, user.id, now)).toBe(false);
+    // An hour later the hourly window is clear, but the day holds 6 + 4 = 10.
+    for (let i = 0; i < 4; i++) await record(22 * 3600_000);
+    expect(await claimPasscodeMail(db, user.id, now + 3600_000)).toBe(false);
+    // With the day's window past the oldest ones, it fits again.
+    expect(await claimPasscodeMail(db, user.id, now + 24 * 3600_000)).toBe(true);
   });
 
   it("the cron drops records older than a day", async () => {

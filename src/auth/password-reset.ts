@@ -38,7 +38,7 @@ const DAY_MS = 24 * HOUR_MS;
  * Claims one passcode mail for this user, or answers false when the sliding hourly or daily cap is reached. One
  * conditional INSERT counts and records together, so concurrent requests cannot all slip under the cap.
  */
-async function claimPasscodeMail(db: Database, userId: string, now: number): Promise<boolean> {
+export async function claimPasscodeMail(db: Database, userId: string, now: number): Promise<boolean> {
   const rows = await db.all<{ id: string }>(sql`
     INSERT INTO ${passcodeMails} (id, user_id, sent_at)
     SELECT ${crypto.randomUUID()}, ${userId}, ${nowIso(now)}
