@@ -20,6 +20,7 @@
  * | PUT /users/{user}/password             | yes  | yes  |       | yes         | yes     |
  * | POST, GET /users/{user}/keys/tokens    | yes  | yes  | yes   | yes         | yes     |
  * | DELETE /users/{user}/keys/{id}         |      | yes  |       | yes         | yes     |
+ * | GET, DELETE /users/{user}/keys/sessions |     | yes  | yes   | yes         | yes     |
  *
  * Endpoints that take no input of a kind (GET /auth/scopes has no body, logout ignores its body) are fuzzed on what
  * they do read; a few "hostile but valid" properties at the end check that odd-yet-legal values are answered
@@ -304,6 +305,8 @@ const ENDPOINTS: readonly EndpointCall[] = [
   { name: "POST /users/{user}/keys/tokens", method: "POST", path: () => `/users/${fx.target.id}/keys/tokens`, body: () => ({ token_name: "t" }), authenticated: true },
   { name: "GET /users/{user}/keys/tokens", method: "GET", path: () => `/users/${fx.target.id}/keys/tokens`, authenticated: true },
   { name: "DELETE /users/{user}/keys/{id}", method: "DELETE", path: () => `/users/${fx.target.id}/keys/${fx.targetKeyId}`, authenticated: true },
+  { name: "GET /users/{user}/keys/sessions", method: "GET", path: () => `/users/${fx.target.id}/keys/sessions`, authenticated: true },
+  { name: "DELETE /users/{user}/keys/sessions", method: "DELETE", path: () => `/users/${fx.target.id}/keys/sessions`, authenticated: true },
 ];
 
 const RUNS = { few: 20, some: 30, many: 50 } as const;
@@ -513,6 +516,8 @@ describe("bad input on every endpoint", () => {
       { name: "PUT /users/{user}/password", method: "PUT", path: (s) => `/users/${s}/password`, body: { password: STRONG_PASSWORD } },
       { name: "POST /users/{user}/keys/tokens", method: "POST", path: (s) => `/users/${s}/keys/tokens`, body: { token_name: "fuzz" } },
       { name: "GET /users/{user}/keys/tokens", method: "GET", path: (s) => `/users/${s}/keys/tokens` },
+      { name: "GET /users/{user}/keys/sessions", method: "GET", path: (s) => `/users/${s}/keys/sessions` },
+      { name: "DELETE /users/{user}/keys/sessions", method: "DELETE", path: (s) => `/users/${s}/keys/sessions` },
       { name: "DELETE /users/{user}/keys/{id} (hostile user)", method: "DELETE", path: (s) => `/users/${s}/keys/${fx.targetKeyId}` },
       { name: "DELETE /users/{user}/keys/{id} (hostile id)", method: "DELETE", path: (s) => `/users/${fx.target.id}/keys/${s}` },
     ];
@@ -579,6 +584,23 @@ describe("bad input on every endpoint", () => {
           const res = await answeredWithoutChange(() => call("GET", `/users?${raw.replace(/#/g, "%23")}`, { token: fx.admin.token }));
           expect([200, 400]).toContain(res.status);
           if (res.status === 400) assertErrorShape(await res.json());
+        }),
+        { numRuns: RUNS.some },
+      );
+    });
+
+    it("DELETE /users/{user}/keys/sessions: unknown parameters and bad except_current values → 400, no session ended", async () => {
+      const bad = fc.oneof(
+        fc.tuple(fc.string({ unit: "binary", minLength: 1, maxLength: 20 }).filter((k) => k !== "except_current"), text).map(([k, v]) => [[k, v] as const]),
+        text.filter((v) => v !== "true" && v !== "false").map((v) => [["except_current", v] as const]),
+        fc.constant([["except_current", "true"], ["except_current", "false"]] as const),
+      );
+      await fc.assert(
+        fc.asyncProperty(bad, async (pairs) => {
+          await rejectedWithoutChange(() => call("DELETE", `/users/me/keys/sessions?${query(pairs)}`, { token: fx.member.token }), {
+            status: 400,
+            message: VALIDATION_FAILED,
+          });
         }),
         { numRuns: RUNS.some },
       );

@@ -340,6 +340,26 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
     expect((await linksOf(me.id)).map((l) => l.subject)).toEqual([account.sub]);
   });
 
+  it("on https the flow cookie is __Secure- prefixed and Secure, so a plain-http page cannot plant one (ASVS 3.3.1)", async () => {
+    const { res } = await start(OIDC_CALLBACK, new CookieJar(), {}, { ACCESS_URL: "https://herald.example" });
+    const flow = res.headers.getSetCookie().find((c) => c.startsWith(`__Secure-${FLOW_COOKIE}=`));
+    expect(flow).toMatch(/;\s*Secure/i);
+    expect(flow).toMatch(/HttpOnly/i);
+  });
+
+  it("a second sign-in from the same browser replaces its session instead of adding one (ASVS 7.2.4)", async () => {
+    const user = await createExternalUser("oidc");
+    const account = oidcAccount(user.email);
+    await oidcNextLogin(account);
+    const first = await signIn(OIDC_CALLBACK);
+    const old = await expectSignedInAs(first.done, user.id, "oidc");
+    await oidcNextLogin(account);
+    const second = await signIn(OIDC_CALLBACK, { jar: first.jar });
+    const fresh = await expectSignedInAs(second.done, user.id, "oidc");
+    expect(fresh).not.toBe(old);
+    expect((await meByCookie(old)).status).toBe(401);
+  });
+
   it("refuses an e-mail the provider has not verified, even for an existing user", async () => {
     const user = await createExternalUser("oidc");
     await oidcNextLogin(oidcAccount(user.email, { email_verified: false }));

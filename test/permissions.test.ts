@@ -244,6 +244,8 @@ const op = {
       return { keyId: await keyOf(owner.id, c.ref === "me" && c.actor ? c.actor.setupToken : adminToken) };
     },
   },
+  listSessions: { title: "GET /users/{user}/keys/sessions", method: "GET", path: (c) => `/users/${c.ref}/keys/sessions`, readOnly: true },
+  endSessions: { title: "DELETE /users/{user}/keys/sessions", method: "DELETE", path: (c) => `/users/${c.ref}/keys/sessions`, destructive: true },
   deleteOthersTokenViaMe: {
     title: "DELETE /users/me/keys/{another member's key}",
     method: "DELETE",
@@ -312,6 +314,11 @@ const MATRIX: readonly Line[] = [
   [op.listTokens,             "member", [401,   200,  403,  403,  404,   404,   404,   403]],
   [op.deleteToken,            "self",   [401,   204,  204,  204,  204,   204,   403,   403]],
   [op.deleteToken,            "member", [401,   204,  403,  403,  404,   404,   404,   403]],
+  // Login sessions are api_key objects too: everyone lists and ends their own; of other users', only owners.
+  [op.listSessions,           "self",   [401,   200,  200,  200,  200,   200,   403,   403]],
+  [op.listSessions,           "member", [401,   200,  403,  403,  404,   404,   404,   403]],
+  [op.endSessions,            "self",   [401,   204,  204,  204,  204,   204,   403,   403]],
+  [op.endSessions,            "member", [401,   204,  403,  403,  404,   404,   404,   403]],
   [op.deleteOthersTokenViaMe, "self",   [401,   404,  404,  404,  404,   404,   403,   403]],
 ];
 

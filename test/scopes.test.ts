@@ -53,6 +53,8 @@ const ROUTES: Record<string, Request> = {
   "PUT /api/v2/users/{user}/password": { method: "PUT", path: () => `/users/${fx.member.id}/password`, body: () => ({ password: "violet-anchor-mountain-73" }) , token: "readUsers" },
   "POST /api/v2/users/{user}/keys/tokens": { method: "POST", path: () => "/users/me/keys/tokens", body: () => ({ token_name: `t-${crypto.randomUUID().slice(0, 8)}` }) },
   "GET /api/v2/users/{user}/keys/tokens": { method: "GET", path: () => "/users/me/keys/tokens" },
+  "GET /api/v2/users/{user}/keys/sessions": { method: "GET", path: () => "/users/me/keys/sessions" },
+  "DELETE /api/v2/users/{user}/keys/sessions": { method: "DELETE", path: () => "/users/me/keys/sessions" },
   "DELETE /api/v2/users/{user}/keys/{id}": { method: "DELETE", path: () => `/users/me/keys/${fx.keyId}` },
   "POST /api/v2/notifications/custom": { method: "POST", path: () => "/notifications/custom", body: () => ({ content: { title: "scoped" } }) },
   "GET /api/v2/notifications/dispatch-methods": { method: "GET", path: () => "/notifications/dispatch-methods" },

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BAD_CREDENTIAL } from "../src/auth/session";
-import { call, createUser, expectError, json, owner } from "./helpers";
+import { call, createUser, expectError, json, login, owner } from "./helpers";
 
 const SIGNED_OUT = "You are signed out or your session has expired. Please sign in again to continue.";
 
@@ -126,6 +126,102 @@ describe("suspension (ASVS 7.4.2)", () => {
     for (const token of [user.token, apiToken]) {
       await expectError(await call("GET", "/users/me", { token }), 401, SIGNED_OUT);
     }
+    expect((await call("POST", "/users/login", { body: { email: user.email, password: user.password } })).status).toBe(201);
+  });
+});
+
+describe("a sign-in replaces the session it was made from (ASVS 7.2.4)", () => {
+  const cookie = (token: string) => ({ Cookie: `service_session_token=${token}` });
+  const loginWith = (user: { email: string; password: string }, headers: Record<string, string>) =>
+    call("POST", "/users/login", { body: { email: user.email, password: user.password }, headers });
+
+  it("the session cookie sent with a sign-in is ended, the new session works, and the audit entry says which", async () => {
+    const user = await createUser();
+    const res = await loginWith(user, cookie(user.token));
+    expect(res.status).toBe(201);
+    const fresh = (await json<{ session_token: string }>(res)).session_token;
+    expect(await keyRow(user.token)).toBeNull();
+    await expectError(await call("GET", "/users/me", { token: user.token }), 401);
+    expect((await call("GET", "/users/me", { token: fresh })).status).toBe(200);
+    const audit = await env.DB.prepare("SELECT diff FROM audit_logs WHERE action = 'login' AND resource_id = ?").bind(fresh.slice(0, 10)).first<{ diff: string }>();
+    expect(JSON.parse(audit?.diff ?? "{}")).toEqual({ replaced: user.token.slice(0, 10) });
+  });
+
+  it("also when the cookie is another account's: the browser now belongs to the new sign-in only", async () => {
+    const before = await createUser();
+    const after = await createUser();
+    expect((await loginWith(after, cookie(before.token))).status).toBe(201);
+    await expectError(await call("GET", "/users/me", { token: before.token }), 401);
+  });
+
+  it("leaves API tokens, wrong secrets and tokens sent in a header alone", async () => {
+    const user = await createUser();
+    const apiToken = (await json<{ key: string }>(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "kept" } }))).key;
+    expect((await loginWith(user, cookie(apiToken))).status).toBe(201);
+    expect((await call("GET", "/users/me", { token: apiToken })).status).toBe(200);
+    // The right key id with a wrong secret: whoever sent it does not hold that session, so it is not theirs to end.
+    const forged = `${user.token.slice(0, 10)}-${"A".repeat(22)}`;
+    expect((await loginWith(user, cookie(forged))).status).toBe(201);
+    expect((await loginWith(user, { "Service-Session-Token": user.token })).status).toBe(201);
+    expect((await call("GET", "/users/me", { token: user.token })).status).toBe(200);
+  });
+
+  it("a refused sign-in ends nothing", async () => {
+    const user = await createUser();
+    await expectError(await loginWith({ email: user.email, password: "wrong-password-entirely" }, cookie(user.token)), 401);
+    expect((await call("GET", "/users/me", { token: user.token })).status).toBe(200);
+  });
+});
+
+describe("login sessions: list and end (ASVS 7.5.2, 7.4.5)", () => {
+  type Session = { id: string; login_type: string; token_name: string; current: boolean } & Record<string, unknown>;
+  const sessionsOf = async (token: string, user = "me") => {
+    const res = await call("GET", `/users/${user}/keys/sessions`, { token });
+    expect(res.status).toBe(200);
+    return json<Session[]>(res);
+  };
+
+  it("lists every sign-in of the user, marks the calling one, and never shows secrets or named tokens", async () => {
+    const user = await createUser();
+    const second = await login(user.email, user.password);
+    await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "not-a-session" } });
+    const listed = await sessionsOf(second);
+    expect(listed.map((s) => s.id).sort()).toEqual([user.token.slice(0, 10), second.slice(0, 10)].sort());
+    expect(listed.every((s) => s.login_type === "password" && s.token_name === "")).toBe(true);
+    expect(listed.find((s) => s.current)?.id).toBe(second.slice(0, 10));
+    const text = JSON.stringify(listed);
+    for (const token of [user.token, second]) expect(text).not.toContain(token.slice(11));
+    expect(text).not.toContain("hashed");
+  });
+
+  it("except_current=true signs out every other device and keeps the caller and the API tokens", async () => {
+    const user = await createUser();
+    const other = await login(user.email, user.password);
+    const apiToken = (await json<{ key: string }>(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "kept" } }))).key;
+    expect((await call("DELETE", "/users/me/keys/sessions?except_current=true", { token: user.token })).status).toBe(204);
+    await expectError(await call("GET", "/users/me", { token: other }), 401);
+    for (const token of [user.token, apiToken]) expect((await call("GET", "/users/me", { token })).status).toBe(200);
+    expect((await sessionsOf(user.token)).map((s) => s.id)).toEqual([user.token.slice(0, 10)]);
+  });
+
+  it("without it every session ends, the caller's too, and a cookie caller's cookie is cleared", async () => {
+    const user = await createUser();
+    const other = await login(user.email, user.password);
+    const res = await call("DELETE", "/users/me/keys/sessions", { headers: { Cookie: `service_session_token=${user.token}`, Origin: "http://localhost" } });
+    expect(res.status).toBe(204);
+    expect(res.headers.get("Set-Cookie")).toMatch(/service_session_token=;/);
+    for (const token of [user.token, other]) await expectError(await call("GET", "/users/me", { token }), 401);
+    const audit = await env.DB.prepare("SELECT diff FROM audit_logs WHERE action = 'end_sessions' AND resource_id = ?").bind(user.id).first<{ diff: string }>();
+    expect(JSON.parse(audit?.diff ?? "{}")).toEqual({ except_current: false });
+  });
+
+  it("an owner ends a member's sessions without suspending them; the member signs in again", async () => {
+    const admin = await owner();
+    const user = await createUser();
+    expect((await sessionsOf(admin.token, user.id)).map((s) => s.id)).toEqual([user.token.slice(0, 10)]);
+    expect((await call("DELETE", `/users/${user.id}/keys/sessions`, { token: admin.token })).status).toBe(204);
+    await expectError(await call("GET", "/users/me", { token: user.token }), 401);
+    expect((await call("GET", "/users/me", { token: admin.token })).status).toBe(200);
     expect((await call("POST", "/users/login", { body: { email: user.email, password: user.password } })).status).toBe(201);
   });
 });

@@ -150,6 +150,18 @@ describe("watch sockets end with their session", () => {
     expect(((await theirs.next()).notification as { id: string }).id).toBe(n.id);
   });
 
+  it("ending a user's sessions closes their sessions' sockets with 4401; an API token's socket stays", async () => {
+    const user = await createUser();
+    const apiToken = (await (await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "watcher" } })).json<{ key: string }>()).key;
+    const session = await watch("", { "Service-Session-Token": user.token });
+    const byToken = await watch("", { "Service-Session-Token": apiToken });
+    const ended = closed(session.ws);
+    expect((await call("DELETE", `/users/${user.id}/keys/sessions`, { token: (await owner()).token })).status).toBe(204);
+    expect((await ended).code).toBe(4401);
+    const n = await deliver(user.id);
+    expect(((await byToken.next()).notification as { id: string }).id).toBe(n.id);
+  });
+
   const expireIn = async (token: string, ms: number) => {
     const keyId = token.split("-")[0] ?? "";
     await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() + ms).toISOString(), keyId).run();

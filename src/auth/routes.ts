@@ -15,7 +15,7 @@ import { authMethods } from "./methods";
 import { checkPasswordPolicy } from "./passwords/policy";
 import { limitPerAccount, limitPerIp, limitSensitive } from "./rate-limit";
 import { credentialsRevoked } from "./revocation";
-import { refuseCrossSite, requireAuth } from "./session";
+import { presentedSession, refuseCrossSite, requireAuth } from "./session";
 
 export const loginBody = z.object({ email: z.email().max(320), password: z.string().max(1024) });
 export const validatePasswordBody = z.object({ password: z.string().max(4096) });
@@ -34,11 +34,14 @@ export const authRoutes = new Hono<AppEnv>()
     const db = database(c.env.DB);
     const user = await verifyLogin(db, email, password);
     const session = await issueKey(db, { userId: user.id, loginType: "password", lifetimeMs: loginSessionLifetime(config) });
+    const replaced = await presentedSession(c, db);
     await db.batch([
       session.insert,
       db.update(users).set({ lastSeenAt: session.row.createdAt }).where(eq(users.id, user.id)),
-      auditInsert(db, c, { userId: user.id, action: "login", resourceType: "api_key", resourceId: session.row.id }),
+      auditInsert(db, c, { userId: user.id, action: "login", resourceType: "api_key", resourceId: session.row.id, ...(replaced ? { diff: { replaced: replaced.id } } : {}) }),
+      ...(replaced ? [db.delete(apiKeys).where(eq(apiKeys.id, replaced.id))] : []),
     ]);
+    if (replaced) credentialsRevoked(c.env, c.executionCtx, replaced.userId, [replaced.id]);
     setSessionCookie(c, config, session.token, new Date(session.row.expiresAt));
     return c.json({ session_token: session.token }, 201);
   })

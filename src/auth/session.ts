@@ -149,6 +149,31 @@ export async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
   return { user, key, orgRoles, subject: subjectFor(user, orgRoles, key.scopes), source: credential.source };
 }
 
+/** A login session the browser signed in with before, as found by {@link presentedSession}. */
+export interface PresentedSession {
+  id: string;
+  userId: string;
+}
+
+/**
+ * The login session a sign-in request arrives with in its cookie, when its secret is right (docs/security.md, 7.2.4).
+ * A sign-in replaces that session instead of adding one beside it, so callers delete it in the sign-in's own batch.
+ * API tokens are never ended this way; an expired or unknown cookie is ignored.
+ */
+export async function presentedSession(c: Context<AppEnv>, db: Database): Promise<PresentedSession | undefined> {
+  const cookie = readSessionCookie(c, c.var.config);
+  const parsed = cookie ? parseToken(cookie) : undefined;
+  if (!parsed) return undefined;
+  const [row] = await db
+    .select({ userId: apiKeys.userId, hashedSecret: apiKeys.hashedSecret, loginType: apiKeys.loginType })
+    .from(apiKeys)
+    .where(eq(apiKeys.id, parsed.id))
+    .limit(1);
+  if (!row || row.loginType === "token") return undefined;
+  if (!timingSafeEqualText(await hashTokenSecret(parsed.secret), row.hashedSecret)) return undefined;
+  return { id: parsed.id, userId: row.userId };
+}
+
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /** Origins a cookie-authenticated state change may come from: the service itself plus CORS_ALLOWED_ORIGINS. */

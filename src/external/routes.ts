@@ -1,3 +1,4 @@
+import { eq } from "drizzle-orm";
 import { Hono, type Context } from "hono";
 import * as client from "openid-client";
 import { z } from "zod";
@@ -7,10 +8,11 @@ import { issueKey, loginSessionLifetime } from "../auth/keys";
 import { LoginMessages } from "../auth/login";
 import { verifyPassword } from "../auth/passwords/hash";
 import { limitPerAccount, limitPerIp } from "../auth/rate-limit";
-import { requireAuth } from "../auth/session";
+import { credentialsRevoked } from "../auth/revocation";
+import { presentedSession, requireAuth } from "../auth/session";
 import { assertCan } from "../authz/guard";
 import { database } from "../db/client";
-import { loginConversions } from "../db/schema";
+import { apiKeys, loginConversions } from "../db/schema";
 import { ApiError, badRequest, forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
@@ -111,10 +113,16 @@ async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query:
     : await resolveExternalUser(c, provider.type, identity);
   const db = database(c.env.DB);
   const session = await issueKey(db, { userId: user.id, loginType: provider.type, lifetimeMs: loginSessionLifetime(config) });
+  const replaced = await presentedSession(c, db);
   await db.batch([
     session.insert,
-    auditInsert(db, c, { userId: user.id, action: "login", resourceType: "api_key", resourceId: session.row.id, diff: { login_type: provider.type } }),
+    auditInsert(db, c, {
+      userId: user.id, action: "login", resourceType: "api_key", resourceId: session.row.id,
+      diff: { login_type: provider.type, ...(replaced ? { replaced: replaced.id } : {}) },
+    }),
+    ...(replaced ? [db.delete(apiKeys).where(eq(apiKeys.id, replaced.id))] : []),
   ]);
+  if (replaced) credentialsRevoked(c.env, c.executionCtx, replaced.userId, [replaced.id]);
   setSessionCookie(c, config, session.token, new Date(session.row.expiresAt));
   clearSignedCookie(c, config, FLOW_COOKIE);
   if (flow.merge) clearSignedCookie(c, config, CONVERSION_COOKIE);

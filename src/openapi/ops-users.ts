@@ -4,11 +4,12 @@ import {
   createFirstUserBody,
   createTokenBody,
   createUserBody,
+  endSessionsQuery,
   listUsersQuery,
   updateRolesBody,
 } from "../users/schemas";
 import { named } from "./registry";
-import { APIKey, CreateFirstUserResponse, GenerateAPIKeyResponse, GetUsersResponse, ResponseBody, User } from "./responses";
+import { APIKey, APISession, CreateFirstUserResponse, GenerateAPIKeyResponse, GetUsersResponse, ResponseBody, User } from "./responses";
 import { AUTH, AUTH_WRITE, BODY, errors, JSON_NO_BODY, QUERY, USER_404, userKeyPath, userPath, type Errors, type Operation } from "./table";
 
 named("CreateFirstUserRequest", createFirstUserBody);
@@ -184,6 +185,32 @@ export const userOperations: Operation[] = [
     pathParams: userPath,
     responses: [{ status: 200, description: "The tokens (never their secrets).", schema: z.array(APIKey) }],
     errors: errors(AUTH, NO_PERMISSION("read this user's API keys"), USER_404),
+  },
+  {
+    method: "get",
+    path: "/api/v2/users/{user}/keys/sessions",
+    operationId: "listSessions",
+    summary: "List a user's login sessions, most recently used first",
+    description: "One per sign-in (password, OpenID Connect or GitHub); named API tokens are listed apart. `current` marks the calling session.",
+    tags: ["API keys"],
+    auth: "session",
+    pathParams: userPath,
+    responses: [{ status: 200, description: "The sessions (never their secrets).", schema: z.array(APISession) }],
+    errors: errors(AUTH, NO_PERMISSION("read this user's API keys"), USER_404),
+  },
+  {
+    method: "delete",
+    path: "/api/v2/users/{user}/keys/sessions",
+    operationId: "endSessions",
+    summary: "End all of a user's login sessions",
+    description:
+      "Signs the user out everywhere (named API tokens are kept) and closes their watch sockets. `except_current=true` keeps the calling session. The user themself, or an owner.",
+    tags: ["API keys"],
+    auth: "session",
+    pathParams: userPath,
+    query: endSessionsQuery,
+    responses: [{ status: 204, description: JSON_NO_BODY }],
+    errors: errors(QUERY, AUTH_WRITE, NO_PERMISSION("delete this user's API keys"), USER_404),
   },
   {
     method: "delete",

@@ -210,6 +210,11 @@ export const APIKey = named(
   }),
 );
 
+export const APISession = named(
+  "APISession",
+  APIKey.extend({ current: described("Whether this is the session the request was made with.", z.boolean()) }),
+);
+
 export const GenerateAPIKeyResponse = named(
   "GenerateAPIKeyResponse",
   z.object({ key: described("The whole token, `<id>-<secret>`; shown only once.", z.string()) }),

@@ -1,7 +1,9 @@
-import { and, count, desc, eq } from "drizzle-orm";
+import { and, count, desc, eq, ne } from "drizzle-orm";
 import { Hono } from "hono";
 import { auditInsert } from "../audit/log";
+import { clearSessionCookie } from "../auth/cookies";
 import { issueKey } from "../auth/keys";
+import { credentialsRevoked } from "../auth/revocation";
 import { limitSensitive } from "../auth/rate-limit";
 import { requireAuth } from "../auth/session";
 import { isKnownScope } from "../authz/catalog";
@@ -10,10 +12,9 @@ import { database } from "../db/client";
 import { apiKeys, type ApiKeyRow } from "../db/schema";
 import { badRequest, conflict, forbidden, notFound } from "../http/errors";
 import type { AppEnv } from "../http/types";
-import { jsonBody } from "../http/validate";
-import { credentialsRevoked } from "../auth/revocation";
+import { jsonBody, queryParams } from "../http/validate";
 import { resolveUser } from "./resolve";
-import { createTokenBody } from "./schemas";
+import { createTokenBody, endSessionsQuery } from "./schemas";
 import { isUniqueViolation } from "./service";
 
 const DEFAULT_TOKEN_LIFETIME_MS = 7 * 24 * 60 * 60 * 1000;
@@ -44,7 +45,7 @@ function withinScopes(callerScopes: readonly string[], requested: readonly strin
   });
 }
 
-/** Named API tokens (SPEC §7). */
+/** Named API tokens (SPEC §7) and login sessions. */
 export const keyRoutes = new Hono<AppEnv>()
   .post("/users/:user/keys/tokens", requireAuth, jsonBody(createTokenBody), async (c) => {
     const body = c.req.valid("json");
@@ -106,6 +107,35 @@ export const keyRoutes = new Hono<AppEnv>()
       .where(and(eq(apiKeys.userId, user.id), eq(apiKeys.loginType, "token")))
       .orderBy(desc(apiKeys.createdAt));
     return c.json(rows.map(toApiKeyResponse), 200);
+  })
+  // Login sessions (one per sign-in, any method): listed and ended apart from named tokens (docs/security.md, 7.4.5
+  // and 7.5.2). Registered before `/keys/:id`; a key id is always 10 characters, so "sessions" is never one.
+  .get("/users/:user/keys/sessions", requireAuth, async (c) => {
+    const user = await resolveUser(c, c.req.param("user"));
+    assertCan(c, "read", { type: "api_key", ownerId: user.id });
+    const rows = await database(c.env.DB)
+      .select()
+      .from(apiKeys)
+      .where(and(eq(apiKeys.userId, user.id), ne(apiKeys.loginType, "token")))
+      .orderBy(desc(apiKeys.lastUsed), desc(apiKeys.createdAt));
+    const current = c.var.auth.key.id;
+    return c.json(rows.map((row) => ({ ...toApiKeyResponse(row), current: row.id === current })), 200);
+  })
+  .delete("/users/:user/keys/sessions", requireAuth, queryParams(endSessionsQuery), async (c) => {
+    const { except_current: exceptCurrent } = c.req.valid("query");
+    const user = await resolveUser(c, c.req.param("user"));
+    assertCan(c, "delete", { type: "api_key", ownerId: user.id });
+    const db = database(c.env.DB);
+    const current = c.var.auth.key.id;
+    const sessions = and(eq(apiKeys.userId, user.id), ne(apiKeys.loginType, "token"), exceptCurrent ? ne(apiKeys.id, current) : undefined);
+    const [ended] = await db.batch([
+      db.delete(apiKeys).where(sessions).returning({ id: apiKeys.id }),
+      auditInsert(db, c, { action: "end_sessions", resourceType: "user", resourceId: user.id, diff: { except_current: exceptCurrent } }),
+    ]);
+    const ids = ended.map((row) => row.id);
+    credentialsRevoked(c.env, c.executionCtx, user.id, ids);
+    if (ids.includes(current) && c.var.auth.source === "cookie") clearSessionCookie(c, c.var.config);
+    return c.body(null, 204);
   })
   .delete("/users/:user/keys/:id", requireAuth, async (c) => {
     const user = await resolveUser(c, c.req.param("user"));

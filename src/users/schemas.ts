@@ -73,3 +73,11 @@ export const createTokenBody = z.object({
   lifetime: z.number().int().positive().optional(),
   scopes: z.array(z.string().max(64)).min(1).max(100).optional(),
 });
+
+/** `DELETE /users/{user}/keys/sessions`: `except_current=true` keeps the calling session ("sign out other devices"). */
+export const endSessionsQuery = z.strictObject({
+  except_current: z
+    .enum(["true", "false"])
+    .default("false")
+    .transform((v) => v === "true"),
+});
