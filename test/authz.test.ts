@@ -24,6 +24,13 @@ describe("RBAC evaluation (SPEC §5)", () => {
     expect(authorize(s, "read", { type: "deployment_config" })).toBe(false);
   });
 
+  it("an organization id that names an Object property is no membership (found by the bad-input fuzzer: was a 500)", () => {
+    const s = member();
+    for (const orgId of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
+      expect(authorize(s, "read", { type: "organization", orgId })).toBe(false);
+    }
+  });
+
   it("organization level: membership and org roles, any_org", () => {
     const s = member({ orgRoles: { org1: [], org2: ["organization-admin"] } });
     expect(authorize(s, "read", { type: "organization", orgId: "org1" })).toBe(true);

@@ -42,6 +42,29 @@ describe("SPEC §1 conventions", () => {
     expect(res.headers.get("Cache-Control")).toBe("no-store");
   });
 
+  it("HSTS for a year and a load-nothing CSP on API answers; the landing page keeps its own policy (ASVS 3.4.1, 3.4.3, 3.4.6)", async () => {
+    for (const res of [await call("GET", "/auth/scopes"), await call("GET", "/users/me"), await call("GET", "/nowhere")]) {
+      expect(res.headers.get("Strict-Transport-Security")).toBe("max-age=31536000; includeSubDomains");
+      expect(res.headers.get("Content-Security-Policy")).toBe("default-src 'none'; frame-ancestors 'none'; base-uri 'none'");
+    }
+    const page = await call("GET", "http://localhost/");
+    expect(page.headers.get("Content-Security-Policy")).toContain("style-src 'unsafe-inline'");
+  });
+
+  it("with an https ACCESS_URL, plain http to that host is refused: 403 for the API, 308 to https for pages (ASVS 4.1.2, 12.2.1)", async () => {
+    const secure = { ...env, ACCESS_URL: "https://herald.example.com" };
+    const ctx = createExecutionContext();
+    const api = await app.fetch(new Request("http://herald.example.com/api/v2/users/login", { method: "POST", body: "{}" }), secure, ctx);
+    await expectError(api, 403, "This server answers over https only.");
+    const page = await app.fetch(new Request("http://herald.example.com/?x=1"), secure, ctx);
+    expect(page.status).toBe(308);
+    expect(page.headers.get("Location")).toBe("https://herald.example.com/?x=1");
+    // Over https, and on another host (a local run), nothing changes.
+    expect((await app.fetch(new Request("https://herald.example.com/api/v2/auth/scopes"), secure, ctx)).status).toBe(200);
+    expect((await app.fetch(new Request("http://localhost/api/v2/auth/scopes"), secure, ctx)).status).toBe(200);
+    await waitOnExecutionContext(ctx);
+  });
+
   it("allows CORS only for CORS_ALLOWED_ORIGINS", async () => {
     const withCors = { ...env, CORS_ALLOWED_ORIGINS: "https://dash.example.com" };
     const preflight = (origin: string) =>

@@ -84,7 +84,8 @@ export function authorize(subject: Subject, action: Action, object: AuthzObject)
       if (decide(orgDefinitions(roles).flatMap((d) => d.org), object.type, action) === "allow") return true;
     }
   } else if (object.orgId !== undefined) {
-    const roles = subject.orgRoles[object.orgId];
+    // Own keys only: the id comes from the request, and "constructor" or "__proto__" must not find Object's.
+    const roles = Object.hasOwn(subject.orgRoles, object.orgId) ? subject.orgRoles[object.orgId] : undefined;
     if (roles === undefined) return false; // not a member: nothing below the site level applies
     const org = decide(orgDefinitions(roles).flatMap((d) => d.org), object.type, action);
     if (org) return org === "allow";

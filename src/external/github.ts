@@ -1,7 +1,9 @@
 import { ApiError } from "../http/errors";
 import type { ExternalIdentity, ExternalProvider } from "./provider";
 
-const SCOPE = "read:user user:email";
+// Least privilege (docs/security.md, V13.2): `GET /user` answers the public profile without a scope; only the e-mail
+// list needs one.
+const SCOPE = "user:email";
 const TIMEOUT_MS = 10_000;
 
 interface GitHubUser {
@@ -19,6 +21,8 @@ interface GitHubEmail {
 async function githubApi<T>(apiUrl: string, path: string, token: string): Promise<T> {
   const res = await fetch(`${apiUrl.replace(/\/$/, "")}${path}`, {
     headers: { Authorization: `Bearer ${token}`, Accept: "application/vnd.github+json", "User-Agent": "Herald" },
+    // Never follow a redirect with the user's token (docs/security.md, V15): a 3xx is a refusal like any other.
+    redirect: "manual",
     signal: AbortSignal.timeout(TIMEOUT_MS),
   });
   if (!res.ok) throw new ApiError(400, "GitHub refused to share the user's profile.", { detail: `GET ${path} answered ${res.status}.` });
@@ -59,6 +63,8 @@ export const githubProvider: ExternalProvider = {
           redirect_uri: checks.redirectUri,
           code_verifier: checks.codeVerifier,
         }),
+        // The body carries the client secret: it goes to GITHUB_WEB_URL and nowhere a redirect points.
+        redirect: "manual",
         signal: AbortSignal.timeout(TIMEOUT_MS),
       });
       // GitHub reports a bad code as 200 with an `error` field.

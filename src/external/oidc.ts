@@ -18,8 +18,13 @@ function configuration(config: Config): Promise<client.Configuration> {
   if (!found) {
     found = client
       .discovery(issuer, config.OIDC_CLIENT_ID ?? "", config.OIDC_CLIENT_SECRET, undefined, {
-        // Plain http is accepted only for an issuer on this machine (config validation enforces the same).
-        execute: issuer.protocol === "http:" && isLoopback(issuer) ? [client.allowInsecureRequests] : [],
+        // Plain http is accepted only for an issuer on this machine (config validation enforces the same). The ID
+        // token's signature is checked against the issuer's JWKS, not only trusted for arriving over TLS from the
+        // token endpoint (docs/security.md, V6.8 and V9.1).
+        execute: [
+          client.enableNonRepudiationChecks,
+          ...(issuer.protocol === "http:" && isLoopback(issuer) ? [client.allowInsecureRequests] : []),
+        ],
       })
       .catch((error: unknown) => {
         configurations.delete(key);

@@ -23,6 +23,7 @@ export const Messages = {
   routeNotFound: "Route not found.",
   methodNotAllowed: "Method not allowed.",
   tooLarge: "Request body is too large.",
+  httpsOnly: "This server answers over https only.",
   internal: "An internal server error occurred.",
 } as const;
 

@@ -28,6 +28,27 @@ export const loadConfig: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 /**
+ * When the public address is https, a request that reached that host over plain http is refused rather than served
+ * (docs/security.md, V4.1 and V12.2): credentials and answers would cross the network in clear. A browser asking
+ * for a page is sent to https with a 308; an API call gets a 403 it cannot mistake for success. Local runs (another
+ * host, such as localhost) are unaffected.
+ */
+export const httpsOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const config = c.var.config;
+  if (config.secure) {
+    const url = new URL(c.req.url);
+    if (url.protocol === "http:" && url.origin === config.origin.replace(/^https:/, "http:")) {
+      if (!url.pathname.startsWith("/api/")) {
+        url.protocol = "https:";
+        return c.redirect(url.href, 308);
+      }
+      throw new ApiError(403, Messages.httpsOnly, { detail: `Use ${config.origin}.` });
+    }
+  }
+  await next();
+};
+
+/**
  * What an unexpected error may put in a log line: its name and first message line. Drizzle appends the bound
  * parameters of a failed query (e-mails, hashes) after "params:", so those never reach the log.
  */
