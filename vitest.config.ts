@@ -35,6 +35,9 @@ export default defineConfig(async () => {
       setupFiles: ["./test/setup.ts"],
       // Starts the SMTP, webhook, OpenID Provider and GitHub peers in Node before any workerd test runs.
       globalSetup: ["./test/peers/global-setup.ts"],
+      // The security log (src/http/security-log.ts) writes a line per refusal, thousands in a run: test/conventions.test.ts
+      // asserts them, the console stays readable.
+      onConsoleLog: (log: string) => !log.startsWith('{"herald":"security"'),
       testTimeout: 30_000,
       hookTimeout: 30_000,
     },

@@ -1,8 +1,8 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { app } from "../src/app";
-import { call, expectError, json, owner } from "./helpers";
+import { call, createUser, expectError, json, owner } from "./helpers";
 
 describe("SPEC §1 conventions", () => {
   it("answers an unknown route under /api/v2 with 404 Route not found.", async () => {
@@ -63,6 +63,34 @@ describe("SPEC §1 conventions", () => {
     expect((await app.fetch(new Request("https://herald.example.com/api/v2/auth/scopes"), secure, ctx)).status).toBe(200);
     expect((await app.fetch(new Request("http://localhost/api/v2/auth/scopes"), secure, ctx)).status).toBe(200);
     await waitOnExecutionContext(ctx);
+  });
+
+  it("logs every refused credential, permission and rate limit as one JSON line without secrets (ASVS 16.3)", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => {
+      if (typeof line === "string" && line.startsWith('{"herald":"security"')) lines.push(JSON.parse(line) as Record<string, unknown>);
+    });
+    try {
+      const member = await createUser();
+      const forged = `${member.token.slice(0, 10)}-${"x".repeat(22)}`;
+      await call("GET", "/users/me", { token: forged, headers: { "CF-Connecting-IP": "203.0.113.9", "X-Request-Id": "trace-0001-abc" } });
+      await call("POST", "/users/login", { body: { email: member.email, password: "not-the-password-at-all" } });
+      await call("GET", "/notifications/settings", { token: member.token });
+      await call("PUT", "/users/me/password", { token: member.token, body: { old_password: "wrong-old-password", password: "brand-new-passphrase-88" } });
+      await call("PUT", "/notifications/settings", { token: member.token, body: { notifier_paused: true } });
+    } finally {
+      spy.mockRestore();
+    }
+    // A member may read the settings: that 200 leaves no line.
+    expect(lines.map((l) => [l.event, l.status, l.method, l.path])).toEqual([
+      ["authentication_failed", 401, "GET", "/api/v2/users/me"],
+      ["authentication_failed", 401, "POST", "/api/v2/users/login"],
+      ["authentication_failed", 400, "PUT", "/api/v2/users/me/password"],
+      ["access_denied", 403, "PUT", "/api/v2/notifications/settings"],
+    ]);
+    expect(lines[0]).toMatchObject({ ip: "203.0.113.9", request_id: "trace-0001-abc", user_id: null });
+    expect(lines.at(-1)).toMatchObject({ event: "access_denied", user_id: expect.any(String), key_id: expect.any(String) });
+    expect(JSON.stringify(lines)).not.toMatch(/x{22}|not-the-password|wrong-old-password/);
   });
 
   it("allows CORS only for CORS_ALLOWED_ORIGINS", async () => {

@@ -196,6 +196,21 @@ describe("roles", () => {
     expect(await auditActions(member.id)).toContain("update_roles");
   });
 
+  it("a request that changes no role still needs the right to change roles, and writes nothing", async () => {
+    const admin = await owner();
+    const auditor = await createUser({ roles: ["auditor"] });
+    const userAdmin = await createUser({ roles: ["user-admin"] });
+    const member = await createUser();
+    const before = await env.DB.prepare("SELECT updated_at FROM users WHERE id = ?").bind(member.id).first<{ updated_at: string }>();
+    // An auditor reads every user but assigns no roles: before the fix this answered 200 and wrote an audit entry.
+    await expectError(await call("PUT", `/users/${member.id}/roles`, { token: auditor.token, body: { roles: [] } }), 403);
+    await expectError(await call("PUT", `/users/${admin.id}/roles`, { token: userAdmin.token, body: { roles: ["owner"] } }), 403);
+    expect((await call("PUT", `/users/${member.id}/roles`, { token: userAdmin.token, body: { roles: [] } })).status).toBe(200);
+    const after = await env.DB.prepare("SELECT updated_at FROM users WHERE id = ?").bind(member.id).first<{ updated_at: string }>();
+    expect(after?.updated_at).toBe(before?.updated_at);
+    expect(await auditActions(member.id)).not.toContain("update_roles");
+  });
+
   it("a user-admin cannot suspend, delete or re-password an owner", async () => {
     const admin = await owner();
     const userAdmin = await createUser({ roles: ["user-admin"] });

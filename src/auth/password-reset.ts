@@ -125,7 +125,7 @@ export const passwordResetRoutes = new Hono<AppEnv>()
       },
       body,
     );
-    if (verdict.outcome === "incorrect") throw badRequest(INCORRECT);
+    if (verdict.outcome === "incorrect") throw badRequest(INCORRECT, { event: "authentication_failed" });
     const user = verdict.user;
     if (verdict.outcome === "same-password") {
       await refundPasscodeTry(db, user.id);
@@ -143,7 +143,7 @@ export const passwordResetRoutes = new Hono<AppEnv>()
       db.delete(apiKeys).where(and(eq(apiKeys.userId, user.id), stillValid)),
       consumePasscode(db, user.id, hmac),
     ]);
-    if (consumed.length === 0) throw badRequest(INCORRECT);
+    if (consumed.length === 0) throw badRequest(INCORRECT, { event: "authentication_failed" });
     await db.batch([auditInsert(db, c, { userId: user.id, action: "reset_password", resourceType: "user", resourceId: user.id })]);
     credentialsRevoked(c.env, c.executionCtx, user.id);
     await sendPasswordChangedNotice(c.env, c.executionCtx, user.id, "system");

@@ -31,23 +31,29 @@ export const Messages = {
  * An error that becomes an HTTP response in exactly one place, the app's error handler. Handlers and plain
  * functions throw it instead of building responses, so every non-2xx body has the same shape.
  */
+/** What the security log calls a refusal (docs/security.md, Logging); 401, 403 and 429 are named by their status. */
+export type SecurityEvent = "authentication_failed" | "access_denied" | "rate_limited";
+
 export class ApiError extends Error {
   override name = "ApiError";
   readonly status: ContentfulStatusCode;
   readonly detail: string | undefined;
   readonly validations: FieldValidation[] | undefined;
   readonly headers: Record<string, string>;
+  /** Set where a 400 is a failed credential check (a wrong passcode or old password), so it is logged like a 401. */
+  readonly event: SecurityEvent | undefined;
 
   constructor(
     status: ContentfulStatusCode,
     message: string,
-    options: { detail?: string; validations?: FieldValidation[]; headers?: Record<string, string> } = {},
+    options: { detail?: string; validations?: FieldValidation[]; headers?: Record<string, string>; event?: SecurityEvent } = {},
   ) {
     super(message);
     this.status = status;
     this.detail = options.detail;
     this.validations = options.validations;
     this.headers = options.headers ?? {};
+    this.event = options.event;
   }
 
   body(): ErrorBody {
@@ -58,7 +64,7 @@ export class ApiError extends Error {
   }
 }
 
-export const badRequest = (message: string, options?: { detail?: string; validations?: FieldValidation[] }) =>
+export const badRequest = (message: string, options?: { detail?: string; validations?: FieldValidation[]; event?: SecurityEvent }) =>
   new ApiError(400, message, options);
 
 export const validationFailed = (validations: FieldValidation[]) =>

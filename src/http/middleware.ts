@@ -3,6 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import { PatternRouter } from "hono/router/pattern-router";
 import { ConfigError, getConfig } from "../config/config";
 import { ApiError, Messages } from "./errors";
+import { logRefusal } from "./security-log";
 import type { AppEnv } from "./types";
 
 /** What a client-supplied request id must look like to be kept: 8 to 64 letters, digits, `_`, `.` or `-`. */
@@ -66,7 +67,10 @@ function errorResponse(c: Context<AppEnv>, error: ApiError): Response {
 
 /** The one place that shapes error bodies (SPEC §1). */
 export const handleError: ErrorHandler<AppEnv> = (error, c) => {
-  if (error instanceof ApiError) return errorResponse(c, error);
+  if (error instanceof ApiError) {
+    logRefusal(c, error);
+    return errorResponse(c, error);
+  }
   if (error instanceof HTTPException) {
     // Hono's own middleware (body limit, validators) throws these.
     if (error.status === 413) return errorResponse(c, new ApiError(413, Messages.tooLarge, { detail: "The limit is 1 MiB." }));

@@ -180,16 +180,23 @@ export const userRoutes = new Hono<AppEnv>()
     const { roles } = c.req.valid("json");
     const user = await resolveUser(c, c.req.param("user"));
     if (user.id === c.var.auth.user.id) throw badRequest("You cannot change your own roles.");
+    // Checked before looking at what changes: a request that changes nothing is still a role change the caller must
+    // be allowed to make (docs/authorization.md), and then it writes nothing.
+    assertCan(c, "assign", { type: "assign_role" }, "You cannot change roles.");
+    if (user.roles.includes("owner") && !c.var.auth.subject.siteRoles.includes("owner")) {
+      throw forbidden("Forbidden.", "Only an owner can change an owner's roles.");
+    }
     const wanted = [...new Set(roles)].sort();
     const added = wanted.filter((r) => !user.roles.includes(r));
     const removed = user.roles.filter((r) => !wanted.includes(r));
+    const db = database(c.env.DB);
+    if (added.length === 0 && removed.length === 0) return c.json(await userResponse(db, user), 200);
     for (const role of added) assertCan(c, "assign", { type: "assign_role" }, `You cannot assign the role "${role}".`);
     for (const role of removed) assertCan(c, "unassign", { type: "assign_role" }, `You cannot unassign the role "${role}".`);
     // SPEC §5: only an owner grants (or takes away) site roles other than member.
     if ((added.length > 0 || removed.length > 0) && !c.var.auth.subject.siteRoles.includes("owner")) {
       throw forbidden("Forbidden.", "Only an owner can grant or remove site roles other than member.");
     }
-    const db = database(c.env.DB);
     const updatedAt = nowIso();
     await db.batch([
       db.update(users).set({ roles: wanted, updatedAt }).where(eq(users.id, user.id)),
@@ -236,7 +243,7 @@ export const userRoutes = new Hono<AppEnv>()
     // Your own password needs the old one; an administrator resetting someone else's does not (Coder's rule). The
     // old password is a password check: limited, or a stolen session could guess it without end.
     if (self) {
-      const incorrect = () => badRequest("Old password is incorrect.", { validations: [{ field: "old_password", detail: "Old password is incorrect." }] });
+      const incorrect = () => badRequest("Old password is incorrect.", { validations: [{ field: "old_password", detail: "Old password is incorrect." }], event: "authentication_failed" });
       // No old password means nothing to check: answered before the limit, which guards the hash work.
       if (!body.old_password) throw incorrect();
       await limitSensitive(c, "password-change");
