@@ -9,6 +9,7 @@ import { authzRoutes } from "./authz/routes";
 import { ApiError, Messages } from "./http/errors";
 import { handleError, httpsOnly, loadConfig, notFoundOrMethodNotAllowed, requestIds } from "./http/middleware";
 import type { AppEnv } from "./http/types";
+import { jsonWhateverContentType } from "./http/validate";
 import { externalLoginRoutes } from "./external/routes";
 import { inboxRoutes } from "./inbox/routes";
 import { landingRoutes } from "./landing/routes";
@@ -73,6 +74,7 @@ app.use(
     },
   }),
 );
+app.use("/api/*", jsonWhateverContentType);
 
 app.get("/healthz", (c) => c.text("OK"));
 app.route("/", landingRoutes);

@@ -1,10 +1,11 @@
+import { zValidator } from "@hono/zod-validator";
 import type { MiddlewareHandler } from "hono";
 import type { z } from "zod";
-import { badRequest, Messages, validationFailed, type FieldValidation } from "./errors";
+import { badRequest, validationFailed, type FieldValidation } from "./errors";
 import type { AppEnv } from "./types";
 
 /** Turns zod issues into SPEC §1 `validations`: one entry per bad field, `field` being its JSON path. */
-export function toValidations(error: z.ZodError): FieldValidation[] {
+export function toValidations(error: { issues: readonly z.core.$ZodIssue[] }): FieldValidation[] {
   const seen = new Set<string>();
   const out: FieldValidation[] = [];
   for (const issue of error.issues) {
@@ -22,55 +23,44 @@ export function toValidations(error: z.ZodError): FieldValidation[] {
 }
 
 /**
- * Validates a JSON body against a zod schema (the single source of the request's shape). Unlike Hono's own json
- * validator it does not depend on the Content-Type header — `curl -d` sends form encoding by default — so any
- * body that is not JSON is answered with SPEC §1's 400 "Request body must be valid JSON.".
+ * Bodies are JSON whatever their `Content-Type` (`curl -d` sends form encoding by default). `@hono/zod-validator`
+ * reads a JSON body only from a request that says it is JSON, so this one step in front of every `/api/*` route
+ * says so for any request with a body. A body that is not JSON then fails in the validator's parse, which the error
+ * handler answers with SPEC §1's 400 "Request body must be valid JSON." (README, Decisions).
  */
-export function jsonBody<T extends z.ZodType>(
-  schema: T,
-  options: { invalidMessage?: string } = {},
-): MiddlewareHandler<AppEnv, string, { in: { json: z.input<T> }; out: { json: z.output<T> } }> {
-  return async (c, next) => {
-    const text = await c.req.text();
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch {
-      throw badRequest(Messages.badJson);
-    }
-    c.req.addValidatedData("json", validateOrThrow(schema, raw, options.invalidMessage) as object);
-    await next();
+export const jsonWhateverContentType: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const type = c.req.header("Content-Type");
+  if (c.req.raw.body !== null && (type === undefined || !JSON_MEDIA_TYPE.test(type.split(";")[0]?.trim() ?? ""))) {
+    const headers = new Headers(c.req.raw.headers);
+    headers.set("Content-Type", "application/json");
+    c.req.raw = new Request(c.req.raw, { headers });
+  }
+  await next();
+};
+
+const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
+
+/** Every validator's failure, in Herald's 400 shape; some endpoints name their own message (N1: "Invalid request body"). */
+function refuse(invalidMessage?: string) {
+  return (result: { success: boolean; error?: { issues: readonly z.core.$ZodIssue[] } }): void => {
+    if (result.success || !result.error) return;
+    const validations = toValidations(result.error);
+    if (!invalidMessage) throw validationFailed(validations);
+    throw badRequest(invalidMessage, { detail: validations.map((v) => `${v.field}: ${v.detail}`).join("; "), validations });
   };
 }
 
-/** Some endpoints name their own 400 message (N1: "Invalid request body"); the detail then lists the fields. */
-function validateOrThrow<T extends z.ZodType>(schema: T, raw: unknown, invalidMessage?: string): z.output<T> {
-  const result = schema.safeParse(raw);
-  if (result.success) return result.data;
-  const validations = toValidations(result.error);
-  if (!invalidMessage) throw validationFailed(validations);
-  throw badRequest(invalidMessage, { detail: validations.map((v) => `${v.field}: ${v.detail}`).join("; "), validations });
+/** Validates the JSON body against its zod schema, the single source of the request's shape. */
+export function jsonBody<T extends z.ZodType>(schema: T, options: { invalidMessage?: string } = {}) {
+  return zValidator("json", schema, refuse(options.invalidMessage));
 }
 
 /** Validates query parameters; repeated parameters arrive as arrays, single ones as strings. */
-export function queryParams<T extends z.ZodType>(
-  schema: T,
-): MiddlewareHandler<AppEnv, string, { in: { query: Record<string, string> }; out: { query: z.output<T> } }> {
-  return async (c, next) => {
-    const raw = Object.fromEntries(
-      Object.entries(c.req.queries()).map(([k, v]) => [k, v.length === 1 ? v[0] : v] as const),
-    );
-    c.req.addValidatedData("query", validateOrThrow(schema, raw) as object);
-    await next();
-  };
+export function queryParams<T extends z.ZodType>(schema: T) {
+  return zValidator("query", schema, refuse());
 }
 
 /** Validates path parameters (e.g. an id that must be a UUID) before any lookup happens. */
-export function pathParams<T extends z.ZodType>(
-  schema: T,
-): MiddlewareHandler<AppEnv, string, { in: { param: Record<string, string> }; out: { param: z.output<T> } }> {
-  return async (c, next) => {
-    c.req.addValidatedData("param", validateOrThrow(schema, c.req.param()) as object);
-    await next();
-  };
+export function pathParams<T extends z.ZodType>(schema: T) {
+  return zValidator("param", schema, refuse());
 }
