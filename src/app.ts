@@ -7,7 +7,7 @@ import { passwordResetRoutes } from "./auth/password-reset";
 import { authRoutes } from "./auth/routes";
 import { authzRoutes } from "./authz/routes";
 import { ApiError, Messages } from "./http/errors";
-import { handleError, httpsOnly, loadConfig, notFoundOrMethodNotAllowed, requestIds } from "./http/middleware";
+import { handleError, httpsOnly, loadConfig, methodNotAllowedIn, requestIds, routeNotFound } from "./http/middleware";
 import type { AppEnv } from "./http/types";
 import { jsonWhateverContentType } from "./http/validate";
 import { externalLoginRoutes } from "./external/routes";
@@ -53,6 +53,7 @@ app.use("/api/*", async (c, next) => {
 });
 app.use(loadConfig);
 app.use(httpsOnly);
+app.use(methodNotAllowedIn(app));
 app.use(
   "/api/*",
   cors({
@@ -82,6 +83,6 @@ app.get("/api/v2/openapi.json", async (c) => (await import("./openapi/routes")).
 app.route("/api/v2", api);
 
 app.onError(handleError);
-app.notFound(notFoundOrMethodNotAllowed(app));
+app.notFound(routeNotFound);
 
 export type HeraldApi = typeof api;

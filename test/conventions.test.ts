@@ -19,6 +19,13 @@ describe("SPEC §1 conventions", () => {
     expect(authcheck.headers.get("Allow")).toBe("POST");
   });
 
+  it("a trailing slash is another path: 404, not a 405 whose Allow names the method used", async () => {
+    const { token } = await owner();
+    const res = await call("GET", "/notifications/inbox/", { token });
+    await expectError(res, 404, "Route not found.");
+    expect(res.headers.get("Allow")).toBeNull();
+  });
+
   it("rejects bodies over 1 MiB with 413 in the error shape", async () => {
     const { token } = await owner();
     const res = await call("POST", "/authcheck", { token, raw: JSON.stringify({ checks: {}, pad: "x".repeat(1024 * 1024) }) });

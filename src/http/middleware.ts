@@ -1,6 +1,6 @@
 import type { Context, ErrorHandler, Hono, MiddlewareHandler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { PatternRouter } from "hono/router/pattern-router";
+import { methodNotAllowed } from "hono/method-not-allowed";
 import { ConfigError, getConfig } from "../config/config";
 import { ApiError, Messages } from "./errors";
 import { logRefusal } from "./security-log";
@@ -87,20 +87,16 @@ export const handleError: ErrorHandler<AppEnv> = (error, c) => {
  * 404 for unknown routes, 405 with `Allow` for a known path asked with a method it does not serve. The route table
  * is read from the app once, so a new route needs no extra registration here.
  */
-export function notFoundOrMethodNotAllowed(app: Hono<AppEnv>): NotFoundHandler<AppEnv> {
-  let router: PatternRouter<string> | undefined;
-  const methods = ["GET", "POST", "PUT", "PATCH", "DELETE"];
-  return (c) => {
-    if (!router) {
-      router = new PatternRouter<string>();
-      for (const route of app.routes) if (route.method !== "ALL") router.add(route.method, route.path, route.method);
-    }
-    const path = new URL(c.req.url).pathname;
-    const allowed = methods.filter((m) => router?.match(m, path)[0].length);
-    if (allowed.length > 0) {
-      if (allowed.includes("GET")) allowed.push("HEAD");
-      return errorResponse(c, new ApiError(405, Messages.methodNotAllowed, { headers: { Allow: allowed.join(", ") } }));
-    }
-    return errorResponse(c, new ApiError(404, Messages.routeNotFound));
-  };
+/**
+ * A known path asked with a method it does not serve: 405 with `Allow`, in the error shape (hono's method-not-allowed
+ * middleware, which leaves a 404 alone when the path is served with this very method, e.g. with a trailing slash).
+ */
+export function methodNotAllowedIn(app: Hono<AppEnv>): MiddlewareHandler<AppEnv> {
+  return methodNotAllowed({
+    app,
+    onMethodNotAllowed: (c, methods) =>
+      c.json(new ApiError(405, Messages.methodNotAllowed).body(), 405, { Allow: methods.join(", ") }),
+  });
 }
+
+export const routeNotFound: NotFoundHandler<AppEnv> = (c) => errorResponse(c, new ApiError(404, Messages.routeNotFound));
