@@ -36,9 +36,10 @@ export const loadConfig: MiddlewareHandler<AppEnv> = async (c, next) => {
  */
 export const httpsOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
   const config = c.var.config;
-  if (config.secure) {
+  // A string test first: this runs on every request, and almost every request is https.
+  if (config.secure && c.req.url.startsWith("http:")) {
     const url = new URL(c.req.url);
-    if (url.protocol === "http:" && url.origin === config.origin.replace(/^https:/, "http:")) {
+    if (url.origin === config.origin.replace(/^https:/, "http:")) {
       if (!url.pathname.startsWith("/api/")) {
         url.protocol = "https:";
         return c.redirect(url.href, 308);
