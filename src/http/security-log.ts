@@ -4,7 +4,7 @@ import type { ApiError, SecurityEvent } from "./errors";
 import type { AppEnv } from "./types";
 
 /** The line's marker: Workers Logs indexes JSON lines, and a query for `herald = "security"` finds every refusal. */
-export const SECURITY_LOG_MARKER = "security";
+const SECURITY_LOG_MARKER = "security";
 
 function eventOf(error: ApiError): SecurityEvent | undefined {
   if (error.event) return error.event;
