@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { z } from "zod";
 import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { secureHeaders } from "hono/secure-headers";
@@ -7,18 +8,19 @@ import { passwordResetRoutes } from "./auth/password-reset";
 import { authRoutes } from "./auth/routes";
 import { authzRoutes } from "./authz/routes";
 import { ApiError, Messages } from "./http/errors";
+import { MAX_BODY_BYTES } from "./http/limits";
 import { handleError, httpsOnly, loadConfig, methodNotAllowedIn, requestIds, routeNotFound } from "./http/middleware";
 import type { AppEnv } from "./http/types";
 import { jsonWhateverContentType } from "./http/validate";
 import { externalLoginRoutes } from "./external/routes";
 import { inboxRoutes } from "./inbox/routes";
 import { landingRoutes } from "./landing/routes";
+import { describeRoute } from "./openapi/describe";
+import { OpenApiDocumentSchema } from "./openapi/responses";
 import { notificationRoutes } from "./notifications/routes";
 import { preferenceRoutes } from "./notifications/preferences";
 import { keyRoutes } from "./users/keys";
 import { userRoutes } from "./users/routes";
-
-export const MAX_BODY_BYTES = 1024 * 1024;
 
 /** Every `/api/v2` route, chained so `typeof api` describes the whole interface. */
 const api = new Hono<AppEnv>()
@@ -77,9 +79,29 @@ app.use(
 );
 app.use("/api/*", jsonWhateverContentType);
 
-app.get("/healthz", (c) => c.text("OK"));
+app.get(
+  "/healthz",
+  describeRoute({
+    operationId: "healthCheck",
+    summary: "Liveness check",
+    tags: ["Meta"],
+    responses: [{ status: 200, description: "The Worker is up.", schema: z.literal("OK"), contentType: "text/plain" }],
+  }),
+  (c) => c.text("OK"),
+);
 app.route("/", landingRoutes);
-app.get("/api/v2/openapi.json", async (c) => (await import("./openapi/routes")).serveOpenApi(c));
+app.get(
+  "/api/v2/openapi.json",
+  describeRoute({
+    operationId: "getOpenApiDocument",
+    summary: "This OpenAPI 3.1 document",
+    description: 'Generated from the routes themselves (docs/api.md, "The OpenAPI document").',
+    tags: ["Meta"],
+    responses: [{ status: 200, description: "The document.", schema: OpenApiDocumentSchema }],
+  }),
+  // Loaded on first use: building the document needs zod's JSON Schema conversion, which no other route does.
+  async (c) => (await import("./openapi/routes")).serveOpenApi(c, app.routes),
+);
 app.route("/api/v2", api);
 
 app.onError(handleError);

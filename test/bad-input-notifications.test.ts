@@ -29,7 +29,7 @@
  * from N3. Fixtures are made in beforeAll and their background work (account notices) is waited out before the first
  * property runs; anything that legitimately changes state runs at the end of the file.
  */
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import * as fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { issuePasscode } from "../src/auth/otp";
@@ -39,7 +39,7 @@ import type { Env } from "../src/env";
 import { CONVERSION_COOKIE, FLOW_COOKIE } from "../src/external/cookies";
 import { openValue, signValue } from "../src/lib/signed";
 import { TEMPLATE_IDS } from "../src/notifications/templates";
-import { BASE, call, createUser, json, owner, type TestUser } from "./helpers";
+import { BASE, call, createUser, json, owner, send, type TestUser } from "./helpers";
 import { deliver, inbox } from "./inbox-helpers";
 import { CookieJar, followRedirects, oidcNextLogin } from "./oauth-peers";
 import { assertErrorShape, expectRejected, type ErrorBody, type Expectation } from "./fixtures/error-shape";
@@ -197,7 +197,7 @@ function browse(path: string, cookie?: string): Promise<Response> {
   const headers = new Headers({ "CF-Connecting-IP": randomIp() });
   if (cookie !== undefined) headers.set("Cookie", cookie);
   const url = path.startsWith("http") ? path : `${BASE}/api/v2${path}`;
-  return exports.default.fetch(new Request(url, { headers, redirect: "manual" }));
+  return send(new Request(url, { headers, redirect: "manual" }));
 }
 
 /** The value a response set for cookie `name`, if it set one. */

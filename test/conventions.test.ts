@@ -1,8 +1,7 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { app } from "../src/app";
-import { call, createUser, expectError, json, owner } from "./helpers";
+import { call, createUser, expectError, json, owner, fetchApp } from "./helpers";
 
 describe("SPEC §1 conventions", () => {
   it("answers an unknown route under /api/v2 with 404 Route not found.", async () => {
@@ -61,14 +60,14 @@ describe("SPEC §1 conventions", () => {
   it("with an https ACCESS_URL, plain http to that host is refused: 403 for the API, 308 to https for pages (ASVS 4.1.2, 12.2.1)", async () => {
     const secure = { ...env, ACCESS_URL: "https://herald.example.com" };
     const ctx = createExecutionContext();
-    const api = await app.fetch(new Request("http://herald.example.com/api/v2/users/login", { method: "POST", body: "{}" }), secure, ctx);
+    const api = await fetchApp(new Request("http://herald.example.com/api/v2/users/login", { method: "POST", body: "{}" }), secure, ctx);
     await expectError(api, 403, "This server answers over https only.");
-    const page = await app.fetch(new Request("http://herald.example.com/?x=1"), secure, ctx);
+    const page = await fetchApp(new Request("http://herald.example.com/?x=1"), secure, ctx);
     expect(page.status).toBe(308);
     expect(page.headers.get("Location")).toBe("https://herald.example.com/?x=1");
     // Over https, and on another host (a local run), nothing changes.
-    expect((await app.fetch(new Request("https://herald.example.com/api/v2/auth/scopes"), secure, ctx)).status).toBe(200);
-    expect((await app.fetch(new Request("http://localhost/api/v2/auth/scopes"), secure, ctx)).status).toBe(200);
+    expect((await fetchApp(new Request("https://herald.example.com/api/v2/auth/scopes"), secure, ctx)).status).toBe(200);
+    expect((await fetchApp(new Request("http://localhost/api/v2/auth/scopes"), secure, ctx)).status).toBe(200);
     await waitOnExecutionContext(ctx);
   });
 
@@ -108,17 +107,17 @@ describe("SPEC §1 conventions", () => {
         headers: { Origin: origin, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "Service-Session-Token" },
       });
     const ctx = createExecutionContext();
-    const allowed = await app.fetch(preflight("https://dash.example.com"), withCors, ctx);
+    const allowed = await fetchApp(preflight("https://dash.example.com"), withCors, ctx);
     expect(allowed.headers.get("Access-Control-Allow-Origin")).toBe("https://dash.example.com");
     expect(allowed.headers.get("Access-Control-Allow-Credentials")).toBe("true");
-    const denied = await app.fetch(preflight("https://evil.example.com"), withCors, ctx);
+    const denied = await fetchApp(preflight("https://evil.example.com"), withCors, ctx);
     expect(denied.headers.get("Access-Control-Allow-Origin")).toBeNull();
     await waitOnExecutionContext(ctx);
   });
 
   it("fails loudly with a 500 that leaks nothing when the configuration is invalid", async () => {
     const ctx = createExecutionContext();
-    const res = await app.fetch(new Request("http://localhost/api/v2/auth/scopes"), { ...env, SECRET_KEY: "short" }, ctx);
+    const res = await fetchApp(new Request("http://localhost/api/v2/auth/scopes"), { ...env, SECRET_KEY: "short" }, ctx);
     const body = await expectError(res, 500, "An internal server error occurred.");
     expect(body.detail).toMatch(/^Request ID: /);
     expect(JSON.stringify(body)).not.toContain("SECRET_KEY");

@@ -1,19 +1,19 @@
 // Issue 5: external sign-in (OIDC and GitHub) and A7 convert-login, shown end to end.
 //
 // Every flow is a real browser walk: Herald's own URLs (ACCESS_URL http://localhost:8787) go to the Worker through
-// `exports.default.fetch` (or `app.fetch` with a modified env where a test needs other configuration); the provider
+// `send` (or `fetchApp` with a modified env where a test needs other configuration); the provider
 // hops go to the real OpenID Provider and the GitHub stand-in (test/peers/*) through followRedirects(). One fresh
 // CookieJar per flow is the browser: it carries Herald's cookies (host localhost) and the provider's alike.
 // The peers are shared by all test files of a run, so every test scripts its login right before its flow and uses
 // its own subs, GitHub ids and e-mails.
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { app } from "../src/app";
 import type { Env } from "../src/env";
 import { signValue } from "../src/lib/signed";
 import { TEMPLATE_IDS } from "../src/notifications/templates";
-import { call, createUser, expectError, json, owner, type TestUser } from "./helpers";
+import { call, createUser, expectError, json, owner, type TestUser, fetchApp, send } from "./helpers";
 import {
   CookieJar,
   followRedirects,
@@ -72,10 +72,10 @@ async function herald(url: string | URL, jar: CookieJar, override?: EnvOverride)
   let res: Response;
   if (override) {
     const ctx = createExecutionContext();
-    res = await app.fetch(request, { ...env, ...override } as Env, ctx);
+    res = await fetchApp(request, { ...env, ...override } as Env, ctx);
     await waitOnExecutionContext(ctx);
   } else {
-    res = await exports.default.fetch(request);
+    res = await send(request);
   }
   jar.absorb(url, res);
   return res;
@@ -614,7 +614,7 @@ describe("rate limits of the callbacks and A7 (issue 5 §4)", () => {
       const ip = randomIp();
       let limited: Response | undefined;
       for (let i = 0; i < 45 && !limited; i++) {
-        const res = await exports.default.fetch(new Request(callback, { headers: { "CF-Connecting-IP": ip }, redirect: "manual" }));
+        const res = await send(new Request(callback, { headers: { "CF-Connecting-IP": ip }, redirect: "manual" }));
         if (res.status === 429) limited = res;
         else {
           expect(res.status).toBe(302);
@@ -655,7 +655,7 @@ async function messagesOf(userId: string, templateId: string) {
 /** A5 with its background work awaited, so "nothing was sent" can be checked in D1. */
 async function requestPasscode(email: string): Promise<void> {
   const ctx = createExecutionContext();
-  const res = await app.fetch(
+  const res = await fetchApp(
     new Request(`${HERALD}/api/v2/users/otp/request`, {
       method: "POST",
       headers: { "Content-Type": "application/json", "CF-Connecting-IP": randomIp() },
@@ -991,7 +991,7 @@ describe("provider trouble", () => {
   it("an unreachable OpenID provider answers 502 in the error shape, not a 500", async () => {
     const ctx = createExecutionContext();
     // Nothing listens on port 9 (discard) of loopback: discovery fails.
-    const res = await app.fetch(
+    const res = await fetchApp(
       new Request("http://localhost:8787/api/v2/users/oidc/callback", { headers: { "CF-Connecting-IP": `203.0.113.${Math.floor(Math.random() * 250)}` } }),
       { ...env, OIDC_ISSUER_URL: "http://127.0.0.1:9/unreachable" } as Env,
       ctx,
@@ -1002,7 +1002,7 @@ describe("provider trouble", () => {
 
   it("an unconfigured provider answers 400 and starts nothing", async () => {
     const ctx = createExecutionContext();
-    const res = await app.fetch(
+    const res = await fetchApp(
       new Request("http://localhost:8787/api/v2/users/oauth2/github/callback", { headers: { "CF-Connecting-IP": `203.0.113.${Math.floor(Math.random() * 250)}` } }),
       { ...env, GITHUB_CLIENT_ID: "", GITHUB_CLIENT_SECRET: "" } as Env,
       ctx,

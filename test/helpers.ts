@@ -1,5 +1,8 @@
 import { exports } from "cloudflare:workers";
 import { expect } from "vitest";
+import { app } from "../src/app";
+import type { Env } from "../src/env";
+import { expectConformant } from "./fixtures/conformance";
 
 export const BASE = "http://localhost";
 export const OWNER = { email: "owner@herald.test", username: "owner", password: "correct-horse-battery-staple-42" };
@@ -23,7 +26,26 @@ export async function call(method: string, path: string, options: CallOptions = 
   // A distinct client address per call keeps the per-IP sign-in limit out of tests that are not about it.
   if (!headers.has("CF-Connecting-IP")) headers.set("CF-Connecting-IP", `10.0.${Math.floor(Math.random() * 255)}.${Math.floor(Math.random() * 255)}`);
   const url = path.startsWith("http") ? path : `${BASE}/api/v2${path}`;
-  return exports.default.fetch(new Request(url, { method, headers, body }));
+  return send(new Request(url, { method, headers, body }));
+}
+
+/**
+ * Sends a request to the Worker through its fetch handler, and checks the answer against the OpenAPI document
+ * (test/fixtures/conformance.ts): every test that talks to the Worker goes through here or `fetchApp`.
+ */
+export async function send(request: Request): Promise<Response> {
+  const { method, url } = request;
+  const response = await exports.default.fetch(request);
+  await expectConformant(method, url, response);
+  return response;
+}
+
+/** `app.fetch` with an env of the test's choosing (another configuration), checked like `send`. */
+export async function fetchApp(request: Request, environment: Env, ctx: ExecutionContext): Promise<Response> {
+  const { method, url } = request;
+  const response = await app.fetch(request, environment, ctx);
+  await expectConformant(method, url, response);
+  return response;
 }
 
 export async function json<T = Record<string, unknown>>(response: Response): Promise<T> {

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import type { InboxDelivery, InboxNotification } from "../src/inbox/model";
-import { BASE, call } from "./helpers";
+import { BASE, call, send } from "./helpers";
 
 export const TEMPLATE_A = "c425f63e-716a-4bf4-ae24-78348f706c3f";
 export const TEMPLATE_B = "39b1e189-c857-4b0c-877a-511144c18516";
@@ -54,7 +54,7 @@ export interface Watcher {
 
 export async function watch(query: string, headers: Record<string, string>): Promise<Watcher> {
   const { exports } = await import("cloudflare:workers");
-  const res = await exports.default.fetch(
+  const res = await send(
     new Request(`${BASE}/api/v2/notifications/inbox/watch${query}`, { headers: { Upgrade: "websocket", ...headers } }),
   );
   expect(res.status).toBe(101);

@@ -1,10 +1,9 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { app } from "../src/app";
 import { hashPassword } from "../src/auth/passwords/hash";
 import { coderHash } from "./fixtures/coder-hash";
-import { call, createUser, expectError, json, login, owner } from "./helpers";
+import { call, createUser, expectError, json, login, owner, fetchApp } from "./helpers";
 
 const INCORRECT = "Incorrect email or password.";
 
@@ -80,7 +79,7 @@ describe("A3 POST /users/login (SPEC §3)", () => {
   it("answers 403 when password authentication is disabled", async () => {
     const user = await createUser();
     const ctx = createExecutionContext();
-    const res = await app.fetch(
+    const res = await fetchApp(
       new Request("http://localhost/api/v2/users/login", {
         method: "POST",
         headers: { "Content-Type": "application/json" },

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { TEMPLATE_IDS } from "../src/notifications/templates";
-import { call, createUser, expectError, json, owner } from "./helpers";
+import { call, createUser, expectError, json, owner, fetchApp } from "./helpers";
 import { list } from "./inbox-helpers";
 
 interface Template {
@@ -193,7 +193,7 @@ describe("no SMTP configured", () => {
     const { app } = await import("../src/app");
     const user = await createUser();
     const ctx = createExecutionContext();
-    const res = await app.fetch(
+    const res = await fetchApp(
       new Request("http://localhost/api/v2/notifications/custom", {
         method: "POST",
         headers: { "Service-Session-Token": user.token, "Content-Type": "application/json" },

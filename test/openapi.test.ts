@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
+import { Ajv2020 } from "ajv/dist/2020.js";
 import { z } from "zod";
 import { app } from "../src/app";
 import { loginBody } from "../src/auth/routes";
@@ -15,6 +16,8 @@ import {
   User,
   ValidateUserPasswordResponse,
 } from "../src/openapi/responses";
+import { createUserBody } from "../src/users/schemas";
+import { conformanceProblems } from "./fixtures/conformance";
 import { call, json, login, owner, OWNER } from "./helpers";
 
 type Json = { [key: string]: unknown };
@@ -141,7 +144,7 @@ describe("GET /api/v2/openapi.json", () => {
         const r = deref(doc, response);
         expect(typeof r.description, `${where} ${status}`).toBe("string");
         for (const media of Object.values(obj(r.content ?? {}, "content"))) expect(isObject(obj(media, "media").schema)).toBe(true);
-        if (Number(status) >= 400) {
+        if (Number(status) >= 400 && method !== "head") {
           // Every error uses the shared Response schema.
           const schema = obj(obj(obj(r.content, `${where} ${status}`)["application/json"], "json").schema, "schema");
           expect(schema.$ref, `${where} ${status}`).toBe("#/components/schemas/Response");
@@ -199,9 +202,16 @@ describe("GET /api/v2/openapi.json", () => {
       if (route.method === "ALL") continue; // middleware
       for (const path of openApiPaths(route.path)) served.add(`${route.method} ${path}`);
     }
-    const documented = operations(doc).map(({ method, path }) => `${method.toUpperCase()} ${path}`);
+    const all = operations(doc);
+    const documented = all.filter(({ method }) => method !== "head" && method !== "options").map(({ method, path }) => `${method.toUpperCase()} ${path}`);
     expect(new Set(documented).size).toBe(documented.length);
     expect([...documented].sort()).toEqual([...served].sort());
+    // HEAD wherever GET is served (Hono answers it), OPTIONS (the CORS preflight) on every /api path.
+    const has = (method: string, path: string) => all.some((o) => o.method === method && o.path === path);
+    for (const { method, path } of all) {
+      if (method === "get") expect(has("head", path), `HEAD ${path}`).toBe(true);
+      if (path.startsWith("/api/")) expect(has("options", path), `OPTIONS ${path}`).toBe(true);
+    }
     // The watch, the callbacks and the status route are in it (the hard ones to describe).
     expect(served).toContain("GET /api/v2/notifications/inbox/watch");
     expect(served).toContain("PUT /api/v2/users/{user}/status/suspend");
@@ -283,5 +293,60 @@ describe("documented response schemas match what the routes send", () => {
     expectExact(ResponseBody, await error.json());
     // A fresh sign-in still works with the documented body (the helper asserts the 201).
     expect(await login(OWNER.email, OWNER.password)).toMatch(/^[0-9A-Za-z]{10}-[0-9A-Za-z]{22}$/);
+  });
+});
+
+describe("responses are checked against the document (test/fixtures/conformance.ts)", () => {
+  const me = "http://localhost/api/v2/users/me";
+  const jsonResponse = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
+
+  it("accepts what the route really sends", async () => {
+    const { token } = await owner();
+    const res = await call("GET", "/users/me", { token });
+    expect(await conformanceProblems("GET", me, res)).toEqual([]);
+  });
+
+  it("fails a body that drifted from its schema: a new field, a missing one, a wrong type", async () => {
+    const { token } = await owner();
+    const real = await json<Record<string, unknown>>(await call("GET", "/users/me", { token }));
+    const { roles: _roles, ...missing } = real;
+    for (const drifted of [{ ...real, nickname: "x" }, missing, { ...real, status: 1 }]) {
+      const problems = await conformanceProblems("GET", me, jsonResponse(200, drifted));
+      expect(problems.length, JSON.stringify(drifted)).toBeGreaterThan(0);
+      expect(problems[0]).toContain("GET /api/v2/users/{user} → 200");
+    }
+  });
+
+  it("fails an undocumented status, a body where none is documented, and the wrong Content-Type", async () => {
+    expect(await conformanceProblems("GET", me, jsonResponse(409, { message: "Conflict." }))).toEqual([
+      "GET /api/v2/users/{user} → 409: status 409 is not documented for getUser",
+    ]);
+    const noBody = await conformanceProblems("POST", "http://localhost/api/v2/notifications/test", new Response("{}", { status: 200 }));
+    expect(noBody.length).toBe(1);
+    const text = await conformanceProblems("GET", me, new Response("{}", { status: 200, headers: { "Content-Type": "text/plain" } }));
+    expect(text[0]).toContain("Content-Type text/plain");
+  });
+
+  it("the document's CreateUserRequest accepts exactly the bodies the validator accepts", () => {
+    const schema = obj(obj(obj(doc.components, "components").schemas, "schemas").CreateUserRequest, "CreateUserRequest");
+    const validate = new Ajv2020({ strict: false }).compile({ ...schema, $defs: undefined });
+    const base = { username: "ann", email: "ann@herald.test" };
+    const bodies: Record<string, unknown>[] = [
+      { ...base, password: "a-password" },
+      { ...base },
+      { username: "ann", password: "a-password" },
+      { ...base, login_type: "password", password: "p" },
+      { ...base, login_type: "oidc" },
+      { ...base, login_type: "oidc", password: "p" },
+      { ...base, login_type: "none" },
+      { username: "ann", login_type: "github" },
+      { username: "svc", service_account: true },
+      { username: "svc", service_account: true, login_type: "none", email: "svc@herald.test" },
+      { username: "svc", service_account: true, login_type: "password" },
+      { username: "svc", service_account: true, password: "p" },
+      { ...base, service_account: false, password: "p" },
+      { ...base, service_account: false },
+    ];
+    for (const body of bodies) expect(validate(body), JSON.stringify(body)).toBe(createUserBody.safeParse(body).success);
   });
 });

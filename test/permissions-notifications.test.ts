@@ -13,10 +13,10 @@
  * The notifier is never paused here (test/delivery.test.ts owns it and the peers). Background delivery of what a cell
  * enqueued is waited out before the next cell, and notification_messages is compared on its enqueue-time columns only.
  */
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { TEMPLATE_IDS } from "../src/notifications/templates";
-import { BASE, call, expectError, json, login, owner } from "./helpers";
+import { BASE, call, expectError, json, login, owner, send } from "./helpers";
 import { deliver, inbox } from "./inbox-helpers";
 import { quiesce, storedState } from "./fixtures/d1-state";
 
@@ -286,7 +286,7 @@ function request(method: string, path: string, options: { token?: string; body?:
   if (options.body !== undefined) headers.set("Content-Type", "application/json");
   headers.set("CF-Connecting-IP", `10.2.${Math.floor(Math.random() * 255)}.${Math.floor(Math.random() * 255)}`);
   const body = options.body === undefined ? undefined : JSON.stringify(options.body);
-  return exports.default.fetch(new Request(`${BASE}/api/v2${path}`, { method, headers, body, redirect: "manual" }));
+  return send(new Request(`${BASE}/api/v2${path}`, { method, headers, body, redirect: "manual" }));
 }
 
 let shared: { actors: Record<CallerName, Principal>; member: Account; owner: Account };

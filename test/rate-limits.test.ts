@@ -1,13 +1,12 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { app } from "../src/app";
 import { claimPasscodeMail, PASSCODE_MAILS } from "../src/auth/password-reset";
 import { database } from "../src/db/client";
 import { handleScheduled } from "../src/notifications/background";
 import type { Env } from "../src/env";
 import { TEMPLATE_IDS } from "../src/notifications/templates";
-import { BASE, call, createUser, expectError } from "./helpers";
+import { BASE, call, createUser, expectError, fetchApp } from "./helpers";
 import { waitFor } from "./peers";
 
 // Limits on every password check and on minting credentials, and caps on passcode mail (docs/security.md).
@@ -46,7 +45,7 @@ describe("per-user limits on password checks and credentials (10 a minute)", () 
     const capped = { ...env, TOKEN_MAX_PER_USER: "2" } as Env;
     const create = async (name: string) => {
       const ctx = createExecutionContext();
-      const res = await app.fetch(
+      const res = await fetchApp(
         new Request(`${BASE}/api/v2/users/me/keys/tokens`, {
           method: "POST",
           headers: { "Service-Session-Token": user.token, "Content-Type": "application/json" },

@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { OPERATIONS } from "../src/openapi/operations";
+import { app } from "../src/app";
+import { operationsOf } from "../src/openapi/document";
 import { TEMPLATE_IDS } from "../src/notifications/templates";
 import { call, createUser, json, owner, type TestUser } from "./helpers";
 import { deliver } from "./inbox-helpers";
@@ -78,7 +79,7 @@ const ROUTES: Record<string, Request> = {
 
 describe("every route checks a scope (docs/security.md)", () => {
   it("the table names every authenticated route", () => {
-    const authenticated = OPERATIONS.filter((o) => o.auth !== "public").map((o) => `${o.method.toUpperCase()} ${o.path}`);
+    const authenticated = operationsOf(app.routes).filter((o) => o.authenticated).map((o) => `${o.method.toUpperCase()} ${o.path}`);
     expect(Object.keys(ROUTES).sort()).toEqual(authenticated.sort());
   });
 

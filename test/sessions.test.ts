@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BAD_CREDENTIAL } from "../src/auth/session";
-import { call, createUser, expectError, json, login, owner } from "./helpers";
+import { call, createUser, expectError, json, login, owner, fetchApp } from "./helpers";
 
 const SIGNED_OUT = "You are signed out or your session has expired. Please sign in again to continue.";
 
@@ -310,7 +310,7 @@ describe("the isolate's authentication cache", () => {
     const cached = { ...env, AUTH_CACHE_TTL: "30s" };
     const send = async (path: string, token: string, method = "GET") => {
       const ctx = createExecutionContext();
-      const res = await app.fetch(new Request(`http://localhost/api/v2${path}`, { method, headers: { "Service-Session-Token": token } }), cached, ctx);
+      const res = await fetchApp(new Request(`http://localhost/api/v2${path}`, { method, headers: { "Service-Session-Token": token } }), cached, ctx);
       await waitOnExecutionContext(ctx);
       return res;
     };
@@ -337,7 +337,7 @@ describe("watch upgrades and the authentication cache", () => {
     const user = await createUser();
     const send = async (headers: Record<string, string>) => {
       const ctx = createExecutionContext();
-      const res = await app.fetch(new Request("http://localhost/api/v2/notifications/inbox/watch", { headers: { "Service-Session-Token": user.token, ...headers } }), cached, ctx);
+      const res = await fetchApp(new Request("http://localhost/api/v2/notifications/inbox/watch", { headers: { "Service-Session-Token": user.token, ...headers } }), cached, ctx);
       await waitOnExecutionContext(ctx);
       return res;
     };

@@ -8,6 +8,8 @@ import type { Env } from "../env";
 import { badRequest } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
+import { describeRoute, errors, NO_BODY, RATE } from "../openapi/describe";
+import { named } from "../openapi/registry";
 import { nowIso } from "../lib/crypto";
 import { enqueueNotification } from "../notifications/enqueue";
 import { TEMPLATE_IDS } from "../notifications/templates";
@@ -19,12 +21,15 @@ import { hashPassword, verifyPassword } from "./passwords/hash";
 import { limitPerAccount, limitPerIp } from "./rate-limit";
 import { refuseCrossSite } from "./session";
 
-export const requestPasscodeBody = z.object({ email: z.email().max(320) });
-export const changePasswordWithPasscodeBody = z.object({
-  email: z.email().max(320),
-  one_time_passcode: z.string().min(1).max(128),
-  password: z.string().max(1024),
-});
+export const requestPasscodeBody = named("RequestOneTimePasscodeRequest", z.object({ email: z.email().max(320) }));
+export const changePasswordWithPasscodeBody = named(
+  "ChangePasswordWithOneTimePasscodeRequest",
+  z.object({
+    email: z.email().max(320),
+    one_time_passcode: z.string().min(1).max(128),
+    password: z.string().max(1024),
+  }),
+);
 
 const INCORRECT = "Incorrect email or one-time passcode.";
 
@@ -50,7 +55,9 @@ export async function claimPasscodeMail(db: Database, userId: string, now: numbe
 
 /** The caps look back a day; older records are dropped by the cron. */
 export async function purgePasscodeMails(env: Env, now = Date.now()): Promise<void> {
-  await database(env.DB).delete(passcodeMails).where(lt(passcodeMails.sentAt, nowIso(now - DAY_MS)));
+  await database(env.DB)
+    .delete(passcodeMails)
+    .where(lt(passcodeMails.sentAt, nowIso(now - DAY_MS)));
 }
 
 /** What A4 needs to look up, as functions, so its structure can be checked apart from D1. */
@@ -85,67 +92,101 @@ export async function checkResetAttempt(
 
 /** A5 and A4 (SPEC §3). */
 export const passwordResetRoutes = new Hono<AppEnv>()
-  .post("/users/otp/request", jsonBody(requestPasscodeBody), async (c) => {
-    const { email } = c.req.valid("json");
-    await limitPerIp(c, "otp-request");
-    // Everything that depends on whether the account exists happens after the response, so the answer and its
-    // timing are the same for every e-mail; over the per-e-mail limit nothing is sent either.
-    c.executionCtx.waitUntil(
-      (async () => {
-        // Yield first: not one account-dependent step runs before the 204 has been handed back.
-        await new Promise((resolve) => setTimeout(resolve, 0));
-        const db = database(c.env.DB);
-        const user = await findLiveUserByEmail(db, email);
-        if (!user || user.loginType !== "password" || user.isSystem) return;
-        if (!(await claimPasscodeMail(db, user.id, Date.now()))) return;
-        const code = await issuePasscode(db, c.var.config, user.id);
-        await enqueueNotification(c.env, c.executionCtx, {
-          userId: user.id,
-          templateId: TEMPLATE_IDS.oneTimePasscode,
-          secretLabels: { one_time_passcode: code },
-          createdBy: "system",
-        });
-      })().catch((error: unknown) => console.error(`[herald] passcode request failed: ${error instanceof Error ? error.name : "error"}`)),
-    );
-    return c.body(null, 204);
-  })
-  .post("/users/otp/change-password", refuseCrossSite, jsonBody(changePasswordWithPasscodeBody), async (c) => {
-    const body = c.req.valid("json");
-    await limitPerIp(c, "otp-change");
-    // The policy sees only what the caller sent, so its verdict cannot reveal whether the account exists.
-    assertPasswordPolicy(body.password, { email: body.email });
-    await limitPerAccount(c, "otp-change", body.email);
-    const db = database(c.env.DB);
-    const config = c.var.config;
-    const verdict = await checkResetAttempt(
-      {
-        findAccount: (email) => findLiveUserByEmail(db, email),
-        verifyPassword,
-        passcodeMatches: (userId, code) => passcodeMatches(db, config, userId, code),
-      },
-      body,
-    );
-    if (verdict.outcome === "incorrect") throw badRequest(INCORRECT, { event: "authentication_failed" });
-    const user = verdict.user;
-    if (verdict.outcome === "same-password") {
-      await refundPasscodeTry(db, user.id);
-      throw badRequest("New password cannot match old password.");
-    }
-    const hashedPassword = await hashPassword(body.password);
-    // One transaction, every write guarded by the code still existing: of two concurrent uses of one code, only the
-    // first changes anything; the second finds the code gone and changes nothing.
-    const hmac = await codeHmac(config, user.id, body.one_time_passcode);
-    const stillValid = exists(
-      db.select({ one: sql`1` }).from(oneTimePasscodes).where(and(eq(oneTimePasscodes.userId, user.id), eq(oneTimePasscodes.codeHmac, hmac))),
-    );
-    const [, , consumed] = await db.batch([
-      db.update(users).set({ hashedPassword, updatedAt: nowIso() }).where(and(eq(users.id, user.id), stillValid)),
-      db.delete(apiKeys).where(and(eq(apiKeys.userId, user.id), stillValid)),
-      consumePasscode(db, user.id, hmac),
-    ]);
-    if (consumed.length === 0) throw badRequest(INCORRECT, { event: "authentication_failed" });
-    await db.batch([auditInsert(db, c, { userId: user.id, action: "reset_password", resourceType: "user", resourceId: user.id })]);
-    credentialsRevoked(c.env, c.executionCtx, user.id);
-    await sendPasswordChangedNotice(c.env, c.executionCtx, user.id, "system");
-    return c.body(null, 204);
-  });
+  .post(
+    "/users/otp/request",
+    describeRoute({
+      operationId: "requestOneTimePasscode",
+      summary: "Request a one-time passcode by e-mail",
+      description: "Always 204 for a valid body, with the same timing whether or not the e-mail exists.",
+      tags: ["Sign-in"],
+      responses: [{ status: 204, description: NO_BODY }],
+      errors: RATE,
+    }),
+    jsonBody(requestPasscodeBody),
+    async (c) => {
+      const { email } = c.req.valid("json");
+      await limitPerIp(c, "otp-request");
+      // Everything that depends on whether the account exists happens after the response, so the answer and its
+      // timing are the same for every e-mail; over the per-e-mail limit nothing is sent either.
+      c.executionCtx.waitUntil(
+        (async () => {
+          // Yield first: not one account-dependent step runs before the 204 has been handed back.
+          await new Promise((resolve) => setTimeout(resolve, 0));
+          const db = database(c.env.DB);
+          const user = await findLiveUserByEmail(db, email);
+          if (!user || user.loginType !== "password" || user.isSystem) return;
+          if (!(await claimPasscodeMail(db, user.id, Date.now()))) return;
+          const code = await issuePasscode(db, c.var.config, user.id);
+          await enqueueNotification(c.env, c.executionCtx, {
+            userId: user.id,
+            templateId: TEMPLATE_IDS.oneTimePasscode,
+            secretLabels: { one_time_passcode: code },
+            createdBy: "system",
+          });
+        })().catch((error: unknown) => console.error(`[herald] passcode request failed: ${error instanceof Error ? error.name : "error"}`)),
+      );
+      return c.body(null, 204);
+    },
+  )
+  .post(
+    "/users/otp/change-password",
+    describeRoute({
+      operationId: "changePasswordWithOneTimePasscode",
+      summary: "Set a new password with a one-time passcode",
+      description: "On success the code is consumed and every session and token of the user is revoked.",
+      tags: ["Sign-in"],
+      responses: [{ status: 204, description: NO_BODY }],
+      errors: errors(
+        { 400: "`Invalid password.` (policy), `Incorrect email or one-time passcode.`, or `New password cannot match old password.`" },
+        RATE,
+      ),
+    }),
+    refuseCrossSite,
+    jsonBody(changePasswordWithPasscodeBody),
+    async (c) => {
+      const body = c.req.valid("json");
+      await limitPerIp(c, "otp-change");
+      // The policy sees only what the caller sent, so its verdict cannot reveal whether the account exists.
+      assertPasswordPolicy(body.password, { email: body.email });
+      await limitPerAccount(c, "otp-change", body.email);
+      const db = database(c.env.DB);
+      const config = c.var.config;
+      const verdict = await checkResetAttempt(
+        {
+          findAccount: (email) => findLiveUserByEmail(db, email),
+          verifyPassword,
+          passcodeMatches: (userId, code) => passcodeMatches(db, config, userId, code),
+        },
+        body,
+      );
+      if (verdict.outcome === "incorrect") throw badRequest(INCORRECT, { event: "authentication_failed" });
+      const user = verdict.user;
+      if (verdict.outcome === "same-password") {
+        await refundPasscodeTry(db, user.id);
+        throw badRequest("New password cannot match old password.");
+      }
+      const hashedPassword = await hashPassword(body.password);
+      // One transaction, every write guarded by the code still existing: of two concurrent uses of one code, only the
+      // first changes anything; the second finds the code gone and changes nothing.
+      const hmac = await codeHmac(config, user.id, body.one_time_passcode);
+      const stillValid = exists(
+        db
+          .select({ one: sql`1` })
+          .from(oneTimePasscodes)
+          .where(and(eq(oneTimePasscodes.userId, user.id), eq(oneTimePasscodes.codeHmac, hmac))),
+      );
+      const [, , consumed] = await db.batch([
+        db
+          .update(users)
+          .set({ hashedPassword, updatedAt: nowIso() })
+          .where(and(eq(users.id, user.id), stillValid)),
+        db.delete(apiKeys).where(and(eq(apiKeys.userId, user.id), stillValid)),
+        consumePasscode(db, user.id, hmac),
+      ]);
+      if (consumed.length === 0) throw badRequest(INCORRECT, { event: "authentication_failed" });
+      await db.batch([auditInsert(db, c, { userId: user.id, action: "reset_password", resourceType: "user", resourceId: user.id })]);
+      credentialsRevoked(c.env, c.executionCtx, user.id);
+      await sendPasswordChangedNotice(c.env, c.executionCtx, user.id, "system");
+      return c.body(null, 204);
+    },
+  );

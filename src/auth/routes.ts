@@ -8,6 +8,9 @@ import { assertScope } from "../authz/guard";
 import { forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
+import { describeRoute, errors, RATE, SET_SESSION_COOKIE } from "../openapi/describe";
+import { named } from "../openapi/registry";
+import { AuthMethods, LoginWithPasswordResponse, ResponseBody, ValidateUserPasswordResponse } from "../openapi/responses";
 import { clearSessionCookie, setSessionCookie } from "./cookies";
 import { issueKey, loginSessionLifetime } from "./keys";
 import { LoginMessages, verifyLogin } from "./login";
@@ -17,52 +20,116 @@ import { limitPerAccount, limitPerIp, limitSensitive } from "./rate-limit";
 import { credentialsRevoked } from "./revocation";
 import { presentedSession, refuseCrossSite, requireAuth } from "./session";
 
-export const loginBody = z.object({ email: z.email().max(320), password: z.string().max(1024) });
-export const validatePasswordBody = z.object({ password: z.string().max(4096) });
+export const loginBody = named("LoginWithPasswordRequest", z.object({ email: z.email().max(320), password: z.string().max(1024) }));
+export const validatePasswordBody = named("ValidateUserPasswordRequest", z.object({ password: z.string().max(4096) }));
 
 /** Sign-in and session endpoints: A3, A6, logout, and the public list of sign-in methods. */
 export const authRoutes = new Hono<AppEnv>()
   // Public, and mounted before /users/{user}, which would otherwise read "authmethods" as a user name.
-  .get("/users/authmethods", (c) => c.json(authMethods(c.var.config), 200))
-  .post("/users/login", refuseCrossSite, jsonBody(loginBody), async (c) => {
-    const { email, password } = c.req.valid("json");
-    const config = c.var.config;
-    await limitPerIp(c, "login");
-    if (config.PASSWORD_AUTH_DISABLED) throw forbidden(LoginMessages.disabled);
-    await limitPerAccount(c, "login", email);
+  .get(
+    "/users/authmethods",
+    describeRoute({
+      operationId: "getAuthMethods",
+      summary: "Which sign-in methods are enabled: password, GitHub, OpenID Connect (with its button text and icon)",
+      tags: ["Sign-in"],
+      responses: [{ status: 200, description: "The enabled methods.", schema: AuthMethods }],
+    }),
+    (c) => c.json(authMethods(c.var.config), 200),
+  )
+  .post(
+    "/users/login",
+    describeRoute({
+      operationId: "loginWithPassword",
+      summary: "Log in with e-mail and password",
+      tags: ["Sign-in"],
+      responses: [
+        {
+          status: 201,
+          description: "Signed in: the session token, also set as the session cookie.",
+          schema: LoginWithPasswordResponse,
+          headers: SET_SESSION_COOKIE,
+        },
+      ],
+      errors: errors(
+        {
+          401: "`Incorrect email or password.` (unknown e-mail or wrong password, same timing), or the account is suspended.",
+          403: "Password authentication is disabled, or the user's login type is not `password`.",
+        },
+        RATE,
+      ),
+    }),
+    refuseCrossSite,
+    jsonBody(loginBody),
+    async (c) => {
+      const { email, password } = c.req.valid("json");
+      const config = c.var.config;
+      await limitPerIp(c, "login");
+      if (config.PASSWORD_AUTH_DISABLED) throw forbidden(LoginMessages.disabled);
+      await limitPerAccount(c, "login", email);
 
-    const db = database(c.env.DB);
-    const user = await verifyLogin(db, email, password);
-    const session = await issueKey(db, { userId: user.id, loginType: "password", lifetimeMs: loginSessionLifetime(config) });
-    const replaced = await presentedSession(c, db);
-    await db.batch([
-      session.insert,
-      db.update(users).set({ lastSeenAt: session.row.createdAt }).where(eq(users.id, user.id)),
-      auditInsert(db, c, { userId: user.id, action: "login", resourceType: "api_key", resourceId: session.row.id, ...(replaced ? { diff: { replaced: replaced.id } } : {}) }),
-      ...(replaced ? [db.delete(apiKeys).where(eq(apiKeys.id, replaced.id))] : []),
-    ]);
-    if (replaced) credentialsRevoked(c.env, c.executionCtx, replaced.userId, [replaced.id]);
-    setSessionCookie(c, config, session.token, new Date(session.row.expiresAt));
-    return c.json({ session_token: session.token }, 201);
-  })
-  .post("/users/logout", requireAuth, async (c) => {
-    // Logging out deletes the calling key: a narrowed token needs api_key:delete for it, like any key deletion.
-    assertScope(c, "api_key", "delete");
-    const { key, user } = c.var.auth;
-    const db = database(c.env.DB);
-    await db.batch([
-      db.delete(apiKeys).where(eq(apiKeys.id, key.id)),
-      auditInsert(db, c, { userId: user.id, action: "logout", resourceType: "api_key", resourceId: key.id }),
-    ]);
-    clearSessionCookie(c, c.var.config);
-    credentialsRevoked(c.env, c.executionCtx, user.id, [key.id]);
-    return c.json({ message: "Logged out!" }, 200);
-  })
-  .post("/users/validate-password", requireAuth, jsonBody(validatePasswordBody), async (c) => {
-    const { password } = c.req.valid("json");
-    assertScope(c, "user", "read_personal");
-    // The strength estimate costs about 20 ms of CPU: limited like any password check.
-    await limitSensitive(c, "validate-password");
-    const { email, username, name } = c.var.auth.user;
-    return c.json(checkPasswordPolicy(password, { email, username, name }), 200);
-  });
+      const db = database(c.env.DB);
+      const user = await verifyLogin(db, email, password);
+      const session = await issueKey(db, { userId: user.id, loginType: "password", lifetimeMs: loginSessionLifetime(config) });
+      const replaced = await presentedSession(c, db);
+      await db.batch([
+        session.insert,
+        db.update(users).set({ lastSeenAt: session.row.createdAt }).where(eq(users.id, user.id)),
+        auditInsert(db, c, {
+          userId: user.id,
+          action: "login",
+          resourceType: "api_key",
+          resourceId: session.row.id,
+          ...(replaced ? { diff: { replaced: replaced.id } } : {}),
+        }),
+        ...(replaced ? [db.delete(apiKeys).where(eq(apiKeys.id, replaced.id))] : []),
+      ]);
+      if (replaced) credentialsRevoked(c.env, c.executionCtx, replaced.userId, [replaced.id]);
+      setSessionCookie(c, config, session.token, new Date(session.row.expiresAt));
+      return c.json({ session_token: session.token }, 201);
+    },
+  )
+  .post(
+    "/users/logout",
+    describeRoute({
+      operationId: "logout",
+      summary: "Log out: revoke the calling session and clear the cookie",
+      tags: ["Sign-in"],
+      access: "anyone",
+      responses: [{ status: 200, description: "`Logged out!`", schema: ResponseBody, headers: SET_SESSION_COOKIE }],
+    }),
+    requireAuth,
+    async (c) => {
+      // Logging out deletes the calling key: a narrowed token needs api_key:delete for it, like any key deletion.
+      assertScope(c, "api_key", "delete");
+      const { key, user } = c.var.auth;
+      const db = database(c.env.DB);
+      await db.batch([
+        db.delete(apiKeys).where(eq(apiKeys.id, key.id)),
+        auditInsert(db, c, { userId: user.id, action: "logout", resourceType: "api_key", resourceId: key.id }),
+      ]);
+      clearSessionCookie(c, c.var.config);
+      credentialsRevoked(c.env, c.executionCtx, user.id, [key.id]);
+      return c.json({ message: "Logged out!" }, 200);
+    },
+  )
+  .post(
+    "/users/validate-password",
+    describeRoute({
+      operationId: "validateUserPassword",
+      summary: "Check a candidate password against the password policy",
+      tags: ["Sign-in"],
+      access: "anyone",
+      responses: [{ status: 200, description: "The verdict.", schema: ValidateUserPasswordResponse }],
+      errors: RATE,
+    }),
+    requireAuth,
+    jsonBody(validatePasswordBody),
+    async (c) => {
+      const { password } = c.req.valid("json");
+      assertScope(c, "user", "read_personal");
+      // The strength estimate costs about 20 ms of CPU: limited like any password check.
+      await limitSensitive(c, "validate-password");
+      const { email, username, name } = c.var.auth.user;
+      return c.json(checkPasswordPolicy(password, { email, username, name }), 200);
+    },
+  );

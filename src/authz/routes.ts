@@ -6,76 +6,106 @@ import type { AppEnv } from "../http/types";
 import { validationFailed } from "../http/errors";
 import { canonicalId } from "../http/ids";
 import { jsonBody, toValidations } from "../http/validate";
+import { describeRoute } from "../openapi/describe";
+import { named } from "../openapi/registry";
+import { AuthorizationResponse, ExternalAPIKeyScopes } from "../openapi/responses";
 import { EXTERNAL_SCOPES, isAction, isResourceType } from "./catalog";
 import { authorize, type AuthzObject } from "./evaluate";
 import { loadPlacements } from "./resources";
 
 export const MAX_CHECKS = 100;
 
-export const authorizationObject = z.object({
-  resource_type: z.string().min(1).max(64),
-  owner_id: z.string().max(64).transform(canonicalId).optional(),
-  organization_id: z.string().max(64).transform(canonicalId).optional(),
-  resource_id: z.string().max(64).transform(canonicalId).optional(),
-  any_org: z.boolean().optional(),
-});
+export const authorizationObject = named(
+  "AuthorizationObject",
+  z.object({
+    resource_type: z.string().min(1).max(64),
+    owner_id: z.string().max(64).transform(canonicalId).optional(),
+    organization_id: z.string().max(64).transform(canonicalId).optional(),
+    resource_id: z.string().max(64).transform(canonicalId).optional(),
+    any_org: z.boolean().optional(),
+  }),
+);
 
-export const authorizationCheck = z.object({ action: z.string().min(1).max(64), object: authorizationObject });
+export const authorizationCheck = named("AuthorizationCheck", z.object({ action: z.string().min(1).max(64), object: authorizationObject }));
 
-export const authorizationRequest = z.object({
-  checks: z
-    .record(z.string().max(256), authorizationCheck)
-    .refine((checks) => Object.keys(checks).length <= MAX_CHECKS, `At most ${MAX_CHECKS} checks per request.`),
-});
+export const authorizationRequest = named(
+  "AuthorizationRequest",
+  z.object({
+    checks: z
+      .record(z.string().max(256), authorizationCheck)
+      .refine((checks) => Object.keys(checks).length <= MAX_CHECKS, `At most ${MAX_CHECKS} checks per request.`),
+  }),
+);
 
 /** A1 (public) and A2. */
 export const authzRoutes = new Hono<AppEnv>()
-  .get("/auth/scopes", (c) => c.json({ external: [...EXTERNAL_SCOPES] }, 200))
-  .post("/authcheck", requireAuth, jsonBody(authorizationRequest), async (c) => {
-    c.req.valid("json");
-    const { subject } = c.var.auth;
-    // Keys are the caller's free-form labels. zod rebuilds records by assignment, which turns a "__proto__" key into
-    // a prototype; the raw JSON keeps it as an ordinary key, so checks are taken from there (each one validated).
-    const raw = (await c.req.json()) as { checks: Record<string, unknown> };
-    const entries = Object.entries(raw.checks).map(([key, value]) => {
-      const parsed = authorizationCheck.safeParse(value);
-      if (!parsed.success) throw validationFailed(toValidations(parsed.error).map((v) => ({ ...v, field: `checks.${key}.${v.field}` })));
-      return [key, parsed.data] as const;
-    });
+  .get(
+    "/auth/scopes",
+    describeRoute({
+      operationId: "listApiKeyScopes",
+      summary: "List the scopes an API key can have",
+      tags: ["Authorization"],
+      responses: [{ status: 200, description: "The scope catalog.", schema: ExternalAPIKeyScopes }],
+    }),
+    (c) => c.json({ external: [...EXTERNAL_SCOPES] }, 200),
+  )
+  .post(
+    "/authcheck",
+    describeRoute({
+      operationId: "checkAuthorization",
+      summary: "Check whether the caller may perform actions on objects",
+      description:
+        'Every check is evaluated for the caller. `owner_id: "me"` means the caller; `resource_id` on a stored type uses the real object\'s owner and organization (not found → `false`). Unknown actions or types are `false`, not errors. At most 100 checks.',
+      tags: ["Authorization"],
+      access: "anyone",
+      responses: [{ status: 200, description: "One boolean per check key.", schema: AuthorizationResponse }],
+      errors: { 400: "More than 100 checks, or a check without `action` / `object.resource_type`." },
+    }),
+    requireAuth,
+    jsonBody(authorizationRequest),
+    async (c) => {
+      c.req.valid("json");
+      const { subject } = c.var.auth;
+      // Keys are the caller's free-form labels. zod rebuilds records by assignment, which turns a "__proto__" key into
+      // a prototype; the raw JSON keeps it as an ordinary key, so checks are taken from there (each one validated).
+      const raw = (await c.req.json()) as { checks: Record<string, unknown> };
+      const entries = Object.entries(raw.checks).map(([key, value]) => {
+        const parsed = authorizationCheck.safeParse(value);
+        if (!parsed.success) throw validationFailed(toValidations(parsed.error).map((v) => ({ ...v, field: `checks.${key}.${v.field}` })));
+        return [key, parsed.data] as const;
+      });
 
-    const lookups = entries.flatMap(([, check]) => {
-      const { resource_type: type, resource_id: id } = check.object;
-      return id !== undefined && isResourceType(type) ? [{ type, id }] : [];
-    });
-    const placements =
-      lookups.length > 0
-        ? await loadPlacements({ db: database(c.env.DB), env: c.env, callerId: subject.id }, lookups)
-        : new Map();
+      const lookups = entries.flatMap(([, check]) => {
+        const { resource_type: type, resource_id: id } = check.object;
+        return id !== undefined && isResourceType(type) ? [{ type, id }] : [];
+      });
+      const placements = lookups.length > 0 ? await loadPlacements({ db: database(c.env.DB), env: c.env, callerId: subject.id }, lookups) : new Map();
 
-    const result = new Map<string, boolean>();
-    for (const [key, { action, object }] of entries) {
-      const type = object.resource_type;
-      // Unknown actions and types are simply not allowed (SPEC §3 A2), never an error.
-      if (!isAction(action) || (type !== "*" && !isResourceType(type))) {
-        result.set(key, false);
-        continue;
-      }
-      const target: AuthzObject = {
-        type,
-        ownerId: object.owner_id === "me" ? subject.id : object.owner_id,
-        orgId: object.organization_id,
-        anyOrg: object.any_org,
-      };
-      if (object.resource_id !== undefined && type !== "*") {
-        const placement = placements.get(`${type}:${object.resource_id}`);
-        if (!placement) {
-          result.set(key, false); // the object does not exist (or is not stored here)
+      const result = new Map<string, boolean>();
+      for (const [key, { action, object }] of entries) {
+        const type = object.resource_type;
+        // Unknown actions and types are simply not allowed (SPEC §3 A2), never an error.
+        if (!isAction(action) || (type !== "*" && !isResourceType(type))) {
+          result.set(key, false);
           continue;
         }
-        target.ownerId = placement.ownerId ?? target.ownerId;
-        target.orgId = placement.orgId ?? target.orgId;
+        const target: AuthzObject = {
+          type,
+          ownerId: object.owner_id === "me" ? subject.id : object.owner_id,
+          orgId: object.organization_id,
+          anyOrg: object.any_org,
+        };
+        if (object.resource_id !== undefined && type !== "*") {
+          const placement = placements.get(`${type}:${object.resource_id}`);
+          if (!placement) {
+            result.set(key, false); // the object does not exist (or is not stored here)
+            continue;
+          }
+          target.ownerId = placement.ownerId ?? target.ownerId;
+          target.orgId = placement.orgId ?? target.orgId;
+        }
+        result.set(key, authorize(subject, action, target));
       }
-      result.set(key, authorize(subject, action, target));
-    }
-    return c.json(Object.fromEntries(result), 200);
-  });
+      return c.json(Object.fromEntries(result), 200);
+    },
+  );

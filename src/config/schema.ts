@@ -27,6 +27,9 @@ const bool = (fallback: boolean) =>
     .default(fallback ? "true" : "false")
     .transform((v) => (v === "" ? fallback : v === "true" || v === "1"));
 
+/** The most any deployment lets an API token live: TOKEN_MAX_LIFETIME may not exceed it (365 days). */
+export const TOKEN_LIFETIME_CEILING_MS = 365 * 24 * 60 * 60 * 1000;
+
 const optionalText = z
   .string()
   .optional()
@@ -51,7 +54,7 @@ export const configSchema = z
       }
       return ms;
     }),
-  TOKEN_MAX_LIFETIME: duration("720h"),
+  TOKEN_MAX_LIFETIME: duration("720h").refine((ms) => ms <= TOKEN_LIFETIME_CEILING_MS, "must be at most 8760h (365 days)"),
   /** How many named API tokens one user may hold. */
   TOKEN_MAX_PER_USER: z.coerce.number().int().min(1).max(10_000).default(100),
   PASSWORD_AUTH_DISABLED: bool(false),

@@ -16,8 +16,12 @@ import { apiKeys, loginConversions } from "../db/schema";
 import { ApiError, badRequest, forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
+import { describeRoute, errors, LOCATION, RATE, SET_SESSION_COOKIE, USER_404 } from "../openapi/describe";
+import { described, named } from "../openapi/registry";
+import { OAuthConversionResponse } from "../openapi/responses";
 import { nowIso, randomAlphanumeric } from "../lib/crypto";
 import { resolveUser } from "../users/resolve";
+import { userPath } from "../users/schemas";
 import { completeConversion, conversionStateHmac, resolveExternalUser } from "./accounts";
 import { clearSignedCookie, CONVERSION_COOKIE, FLOW_COOKIE, readSignedCookie, setSignedCookie } from "./cookies";
 import { githubProvider } from "./github";
@@ -84,7 +88,12 @@ async function startFlow(c: Context<AppEnv>, provider: ExternalProvider, query: 
     redirectUri: new URL(`/api/v2${provider.callbackPath}`, config.origin).href,
   };
   const authorize = await provider.authorizationUrl(config, checks, await client.calculatePKCECodeChallenge(checks.codeVerifier));
-  const flow: FlowState = { ...checks, type: provider.type, redirect: safeRedirect(query.get("redirect") ?? undefined, config.origin, config.CORS_ALLOWED_ORIGINS), ...(merge ? { merge } : {}) };
+  const flow: FlowState = {
+    ...checks,
+    type: provider.type,
+    redirect: safeRedirect(query.get("redirect") ?? undefined, config.origin, config.CORS_ALLOWED_ORIGINS),
+    ...(merge ? { merge } : {}),
+  };
   await setSignedCookie(c, config, FLOW_COOKIE, flow, FLOW_TTL_MS);
   return c.redirect(authorize.href, 302);
 }
@@ -108,16 +117,17 @@ async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query:
     throw forbidden("Forbidden.", "Your e-mail domain is not allowed to sign in.");
   }
 
-  const user = flow.merge
-    ? await completeConversion(c, provider.type, identity, flow.merge)
-    : await resolveExternalUser(c, provider.type, identity);
+  const user = flow.merge ? await completeConversion(c, provider.type, identity, flow.merge) : await resolveExternalUser(c, provider.type, identity);
   const db = database(c.env.DB);
   const session = await issueKey(db, { userId: user.id, loginType: provider.type, lifetimeMs: loginSessionLifetime(config) });
   const replaced = await presentedSession(c, db);
   await db.batch([
     session.insert,
     auditInsert(db, c, {
-      userId: user.id, action: "login", resourceType: "api_key", resourceId: session.row.id,
+      userId: user.id,
+      action: "login",
+      resourceType: "api_key",
+      resourceId: session.row.id,
       diff: { login_type: provider.type, ...(replaced ? { replaced: replaced.id } : {}) },
     }),
     ...(replaced ? [db.delete(apiKeys).where(eq(apiKeys.id, replaced.id))] : []),
@@ -133,45 +143,119 @@ async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query:
 function callback(provider: ExternalProvider) {
   return async (c: Context<AppEnv>) => {
     await limitPerIp(c, "external-login");
-    if (!provider.configured(c.var.config)) throw badRequest(`Sign-in with ${provider.type === "oidc" ? "OpenID Connect" : "GitHub"} is not configured.`);
+    if (!provider.configured(c.var.config))
+      throw badRequest(`Sign-in with ${provider.type === "oidc" ? "OpenID Connect" : "GitHub"} is not configured.`);
     const query = new URL(c.req.url).searchParams;
     return query.has("code") || query.has("error") ? finishFlow(c, provider, query) : startFlow(c, provider, query);
   };
 }
 
-export const convertLoginBody = z.object({ password: z.string().max(1024), to_type: z.string().max(64) });
+export const convertLoginBody = named("ConvertLoginRequest", z.object({ password: z.string().max(1024), to_type: z.string().max(64) }));
+
+/** The callbacks read their query by hand (they are browser redirects, never validated as a whole): documentation only. */
+const callbackQuery = z.object({
+  code: described("Authorization code from the provider; with it (or `error`) the callback finishes the flow.", z.string()).optional(),
+  state: described("The state the flow started with.", z.string()).optional(),
+  error: described("Error code from the provider.", z.string()).optional(),
+  error_description: described("Error text from the provider.", z.string()).optional(),
+  redirect: described("Same-origin path to land on after sign-in (anything else becomes `/`).", z.string()).optional(),
+  oidc_merge_state: described("`state_string` of a convert-login: finishing the flow converts that user's login type.", z.string()).optional(),
+});
+
+function describeCallback(operationId: string, provider: string) {
+  return describeRoute({
+    operationId,
+    summary: `${provider} sign-in callback`,
+    description:
+      "Without `code` or `error`, starts the provider flow (state, nonce and PKCE in a signed cookie) and redirects to the provider; with `oidc_merge_state` it continues a convert-login. With `code` or `error`, finishes the flow: the provider's verified e-mail signs in (or, if allowed, signs up) a user of this login type, or completes the conversion; a session cookie is set and the browser is redirected to `redirect`.",
+    tags: ["External sign-in"],
+    query: callbackQuery,
+    responses: [
+      {
+        status: 302,
+        description: "To the provider's authorization page (start), or to the `redirect` path with the session cookie set (finish).",
+        headers: { ...LOCATION, ...SET_SESSION_COOKIE },
+      },
+    ],
+    errors: errors(
+      {
+        400: "The provider is not configured, the flow or conversion cookie is missing, invalid or for another provider, the state does not match, the provider returned an error, or the code exchange failed.",
+        401: "The account is suspended.",
+        403: "The e-mail is not verified or its domain is not allowed, the user has another login type, signups are disabled, or the verified e-mail does not match the converting user's.",
+        409: "The external identity already belongs to another account (or was created concurrently).",
+        502: "The OpenID Connect provider could not be reached (discovery failed).",
+      },
+      RATE,
+    ),
+  });
+}
 
 /** A7 and the two provider callbacks (SPEC §3). */
 export const externalLoginRoutes = new Hono<AppEnv>()
   // Literal paths (equal to each provider's callbackPath) keep the route types precise for the typed client.
-  .get("/users/oidc/callback", callback(oidcProvider))
-  .get("/users/oauth2/github/callback", callback(githubProvider))
-  .post("/users/:user/convert-login", requireAuth, jsonBody(convertLoginBody), async (c) => {
-    const { password, to_type: toType } = c.req.valid("json");
-    const config = c.var.config;
-    const user = await resolveUser(c, c.req.param("user"));
-    if (user.id !== c.var.auth.user.id) throw forbidden("Forbidden.", "Only the user themself can convert their login type.");
-    // A scoped token needs the personal-update permission, as for a password change (roles ∩ scopes).
-    assertCan(c, "update_personal", { type: "user", ownerId: user.id });
-    if (toType !== "oidc" && toType !== "github") {
-      throw badRequest(["password", "none", "token"].includes(toType) ? `Cannot convert to login type "${toType}".` : `Unknown login type "${toType}".`);
-    }
-    if (!PROVIDERS[toType].configured(config)) {
-      throw badRequest(`Cannot convert to login type "${toType}".`, { detail: "That sign-in method is not configured." });
-    }
-    if (user.loginType !== "password") throw badRequest("User account must have password based authentication.");
-    await limitPerIp(c, "convert-login");
-    await limitPerAccount(c, "convert-login", user.email);
-    if (!(await verifyPassword(user.hashedPassword, password)).valid) throw new ApiError(401, LoginMessages.incorrect);
+  .get("/users/oidc/callback", describeCallback("oidcCallback", "OpenID Connect"), callback(oidcProvider))
+  .get("/users/oauth2/github/callback", describeCallback("githubCallback", "GitHub"), callback(githubProvider))
+  .post(
+    "/users/:user/convert-login",
+    describeRoute({
+      operationId: "convertUserLoginType",
+      summary: "Start converting the caller's password login to an external login",
+      description:
+        "Sets a signed cookie binding the state to the user; the browser then opens the provider's callback with `oidc_merge_state=<state_string>`.",
+      tags: ["External sign-in"],
+      access: "anyone",
+      pathParams: userPath,
+      responses: [{ status: 201, description: "The conversion, valid for 5 minutes.", schema: OAuthConversionResponse }],
+      errors: errors(
+        {
+          400: '`to_type` is not a configured `oidc` / `github` (`Cannot convert to login type "<t>".` or `Unknown login type "<t>".`), or the user is not a password user.',
+          401: "The password is wrong: `Incorrect email or password.`",
+          403: "`{user}` is not the caller.",
+        },
+        USER_404,
+        RATE,
+      ),
+    }),
+    requireAuth,
+    jsonBody(convertLoginBody),
+    async (c) => {
+      const { password, to_type: toType } = c.req.valid("json");
+      const config = c.var.config;
+      const user = await resolveUser(c, c.req.param("user"));
+      if (user.id !== c.var.auth.user.id) throw forbidden("Forbidden.", "Only the user themself can convert their login type.");
+      // A scoped token needs the personal-update permission, as for a password change (roles ∩ scopes).
+      assertCan(c, "update_personal", { type: "user", ownerId: user.id });
+      if (toType !== "oidc" && toType !== "github") {
+        throw badRequest(
+          ["password", "none", "token"].includes(toType) ? `Cannot convert to login type "${toType}".` : `Unknown login type "${toType}".`,
+        );
+      }
+      if (!PROVIDERS[toType].configured(config)) {
+        throw badRequest(`Cannot convert to login type "${toType}".`, { detail: "That sign-in method is not configured." });
+      }
+      if (user.loginType !== "password") throw badRequest("User account must have password based authentication.");
+      await limitPerIp(c, "convert-login");
+      await limitPerAccount(c, "convert-login", user.email);
+      if (!(await verifyPassword(user.hashedPassword, password)).valid) throw new ApiError(401, LoginMessages.incorrect);
 
-    const state = `convert-${randomAlphanumeric(32)}`;
-    const expiresAt = nowIso(Date.now() + CONVERSION_TTL_MS);
-    const db = database(c.env.DB);
-    await db.batch([
-      db.insert(loginConversions).values({ stateHmac: await conversionStateHmac(config.SECRET_KEY, state), userId: user.id, toType, expiresAt, usedAt: null, createdAt: nowIso() }),
-      auditInsert(db, c, { action: "start_convert_login", resourceType: "user", resourceId: user.id, diff: { to_type: toType } }),
-    ]);
-    const cookie: ConversionCookie = { state, userId: user.id, toType };
-    await setSignedCookie(c, config, CONVERSION_COOKIE, cookie, CONVERSION_TTL_MS);
-    return c.json({ state_string: state, expires_at: expiresAt, to_type: toType, user_id: user.id }, 201);
-  });
+      const state = `convert-${randomAlphanumeric(32)}`;
+      const expiresAt = nowIso(Date.now() + CONVERSION_TTL_MS);
+      const db = database(c.env.DB);
+      await db.batch([
+        db
+          .insert(loginConversions)
+          .values({
+            stateHmac: await conversionStateHmac(config.SECRET_KEY, state),
+            userId: user.id,
+            toType,
+            expiresAt,
+            usedAt: null,
+            createdAt: nowIso(),
+          }),
+        auditInsert(db, c, { action: "start_convert_login", resourceType: "user", resourceId: user.id, diff: { to_type: toType } }),
+      ]);
+      const cookie: ConversionCookie = { state, userId: user.id, toType };
+      await setSignedCookie(c, config, CONVERSION_COOKIE, cookie, CONVERSION_TTL_MS);
+      return c.json({ state_string: state, expires_at: expiresAt, to_type: toType, user_id: user.id }, 201);
+    },
+  );

@@ -1,6 +1,7 @@
 import { zValidator } from "@hono/zod-validator";
 import type { MiddlewareHandler } from "hono";
 import type { z } from "zod";
+import { documents } from "../openapi/describe";
 import { badRequest, validationFailed, type FieldValidation } from "./errors";
 import type { AppEnv } from "./types";
 
@@ -10,9 +11,7 @@ export function toValidations(error: { issues: readonly z.core.$ZodIssue[] }): F
   const out: FieldValidation[] = [];
   for (const issue of error.issues) {
     const fields =
-      issue.code === "unrecognized_keys"
-        ? issue.keys.map((k) => [...issue.path, k].join("."))
-        : [issue.path.map(String).join(".") || "body"];
+      issue.code === "unrecognized_keys" ? issue.keys.map((k) => [...issue.path, k].join(".")) : [issue.path.map(String).join(".") || "body"];
     for (const field of fields) {
       if (seen.has(field)) continue;
       seen.add(field);
@@ -52,15 +51,15 @@ function refuse(invalidMessage?: string) {
 
 /** Validates the JSON body against its zod schema, the single source of the request's shape. */
 export function jsonBody<T extends z.ZodType>(schema: T, options: { invalidMessage?: string } = {}) {
-  return zValidator("json", schema, refuse(options.invalidMessage));
+  return documents(zValidator("json", schema, refuse(options.invalidMessage)), { target: "json", schema, ...options });
 }
 
 /** Validates query parameters; repeated parameters arrive as arrays, single ones as strings. */
 export function queryParams<T extends z.ZodType>(schema: T) {
-  return zValidator("query", schema, refuse());
+  return documents(zValidator("query", schema, refuse()), { target: "query", schema });
 }
 
 /** Validates path parameters (e.g. an id that must be a UUID) before any lookup happens. */
 export function pathParams<T extends z.ZodType>(schema: T) {
-  return zValidator("param", schema, refuse());
+  return documents(zValidator("param", schema, refuse()), { target: "param", schema });
 }

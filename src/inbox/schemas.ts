@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { named } from "../openapi/registry";
 import { uuid } from "../http/ids";
 
 /** Filters are kept in each watch socket's attachment (2 KiB at most), which bounds how many ids a filter holds. */
@@ -53,4 +54,4 @@ export const watchInboxQuery = z.strictObject({
 export const notificationIdParam = z.object({ id: uuid });
 
 /** N6 body: `is_read` is required. */
-export const readStatusBody = z.object({ is_read: z.boolean() });
+export const readStatusBody = named("UpdateInboxNotificationReadStatusRequest", z.object({ is_read: z.boolean() }));

@@ -1,5 +1,6 @@
 import { asc, eq, inArray } from "drizzle-orm";
 import { Hono, type Context } from "hono";
+import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { requireAuth } from "../auth/session";
 import { can } from "../authz/guard";
@@ -10,6 +11,9 @@ import { badRequest, forbidden } from "../http/errors";
 import { canonicalId } from "../http/ids";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
+import { describeRoute, errors, USER_404, type Errors } from "../openapi/describe";
+import { NotificationPreference } from "../openapi/responses";
+import { userPath } from "../users/schemas";
 import { nowIso } from "../lib/crypto";
 import { resolveUser } from "../users/resolve";
 import { preferencesBody } from "./schemas";
@@ -32,58 +36,102 @@ async function targetUser(c: Context<AppEnv>, action: "read" | "update"): Promis
   return user;
 }
 
+const PREFERENCES_403: Errors = { 403: "The caller can see the user but is neither that user nor an owner." };
+
 /** N12 and N13. */
 export const preferenceRoutes = new Hono<AppEnv>()
-  .get("/users/:user/notifications/preferences", requireAuth, async (c) => {
-    const user = await targetUser(c, "read");
-    return c.json(await preferencesOf(database(c.env.DB), user.id), 200);
-  })
-  .put("/users/:user/notifications/preferences", requireAuth, jsonBody(preferencesBody), async (c) => {
-    c.req.valid("json");
-    // Keys from the raw JSON: zod rebuilds records by assignment, which would swallow a "__proto__" key unchecked.
-    const raw = (await c.req.json()) as { template_disabled_map: Record<string, boolean> };
-    // Template ids in any case name the same template (src/http/ids.ts); a field names the key as it was given.
-    const entries = Object.entries(raw.template_disabled_map).map(([given, disabled]) => ({ given, id: canonicalId(given), disabled }));
-    const map = new Map<string, boolean>();
-    const validations: { field: string; detail: string }[] = [];
-    for (const { given, id, disabled } of entries) {
-      if (map.has(id) && map.get(id) !== disabled) {
-        validations.push({ field: `template_disabled_map.${given}`, detail: "This template id is given twice, with different values." });
+  .get(
+    "/users/:user/notifications/preferences",
+    describeRoute({
+      operationId: "getUserNotificationPreferences",
+      summary: "Get a user's template preferences",
+      tags: ["Notification preferences"],
+      access: "anyone",
+      pathParams: userPath,
+      responses: [{ status: 200, description: "Every preference the user has set.", schema: z.array(NotificationPreference) }],
+      errors: errors(PREFERENCES_403, USER_404),
+    }),
+    requireAuth,
+    async (c) => {
+      const user = await targetUser(c, "read");
+      return c.json(await preferencesOf(database(c.env.DB), user.id), 200);
+    },
+  )
+  .put(
+    "/users/:user/notifications/preferences",
+    describeRoute({
+      operationId: "updateUserNotificationPreferences",
+      summary: "Update a user's template preferences",
+      description:
+        "Upserts only the given entries. Keys must be ids of existing templates; mandatory templates cannot be disabled. Every bad key is reported and nothing changes.",
+      tags: ["Notification preferences"],
+      access: "anyone",
+      pathParams: userPath,
+      responses: [{ status: 200, description: "Every preference the user has set.", schema: z.array(NotificationPreference) }],
+      errors: errors(
+        { 400: "A key is not a template id, or a mandatory template would be disabled (one validation per bad key)." },
+        PREFERENCES_403,
+        USER_404,
+      ),
+    }),
+    requireAuth,
+    jsonBody(preferencesBody),
+    async (c) => {
+      c.req.valid("json");
+      // Keys from the raw JSON: zod rebuilds records by assignment, which would swallow a "__proto__" key unchecked.
+      const raw = (await c.req.json()) as { template_disabled_map: Record<string, boolean> };
+      // Template ids in any case name the same template (src/http/ids.ts); a field names the key as it was given.
+      const entries = Object.entries(raw.template_disabled_map).map(([given, disabled]) => ({ given, id: canonicalId(given), disabled }));
+      const map = new Map<string, boolean>();
+      const validations: { field: string; detail: string }[] = [];
+      for (const { given, id, disabled } of entries) {
+        if (map.has(id) && map.get(id) !== disabled) {
+          validations.push({ field: `template_disabled_map.${given}`, detail: "This template id is given twice, with different values." });
+        }
+        map.set(id, disabled);
       }
-      map.set(id, disabled);
-    }
-    const user = await targetUser(c, "update");
-    const db = database(c.env.DB);
-    const ids = [...map.keys()];
-    const templates = (
-      await Promise.all(
-        inSlices(ids).map((slice) =>
-          db.select({ id: notificationTemplates.id, mandatory: notificationTemplates.mandatory, name: notificationTemplates.name }).from(notificationTemplates).where(inArray(notificationTemplates.id, slice)),
-        ),
-      )
-    ).flat();
-    const known = new Map(templates.map((t) => [t.id, t]));
-    // Every problem is reported at once, one validation per bad key, and nothing is written.
-    for (const { given, id, disabled } of entries) {
-      const template = known.get(id);
-      if (!template) validations.push({ field: `template_disabled_map.${given}`, detail: "No notification template has this id." });
-      else if (template.mandatory && disabled) validations.push({ field: `template_disabled_map.${given}`, detail: `"${template.name}" is mandatory and cannot be disabled.` });
-    }
-    if (validations.length > 0) throw badRequest("Validation failed.", { validations });
+      const user = await targetUser(c, "update");
+      const db = database(c.env.DB);
+      const ids = [...map.keys()];
+      const templates = (
+        await Promise.all(
+          inSlices(ids).map((slice) =>
+            db
+              .select({ id: notificationTemplates.id, mandatory: notificationTemplates.mandatory, name: notificationTemplates.name })
+              .from(notificationTemplates)
+              .where(inArray(notificationTemplates.id, slice)),
+          ),
+        )
+      ).flat();
+      const known = new Map(templates.map((t) => [t.id, t]));
+      // Every problem is reported at once, one validation per bad key, and nothing is written.
+      for (const { given, id, disabled } of entries) {
+        const template = known.get(id);
+        if (!template) validations.push({ field: `template_disabled_map.${given}`, detail: "No notification template has this id." });
+        else if (template.mandatory && disabled)
+          validations.push({ field: `template_disabled_map.${given}`, detail: `"${template.name}" is mandatory and cannot be disabled.` });
+      }
+      if (validations.length > 0) throw badRequest("Validation failed.", { validations });
 
-    const updatedAt = nowIso();
-    const writes = ids.map((templateId) =>
-      db
-        .insert(notificationPreferences)
-        .values({ userId: user.id, templateId, disabled: map.get(templateId) ?? false, updatedAt })
-        .onConflictDoUpdate({
-          target: [notificationPreferences.userId, notificationPreferences.templateId],
-          set: { disabled: map.get(templateId) ?? false, updatedAt },
+      const updatedAt = nowIso();
+      const writes = ids.map((templateId) =>
+        db
+          .insert(notificationPreferences)
+          .values({ userId: user.id, templateId, disabled: map.get(templateId) ?? false, updatedAt })
+          .onConflictDoUpdate({
+            target: [notificationPreferences.userId, notificationPreferences.templateId],
+            set: { disabled: map.get(templateId) ?? false, updatedAt },
+          }),
+      );
+      await db.batch([
+        auditInsert(db, c, {
+          action: "update",
+          resourceType: "notification_preference",
+          resourceId: user.id,
+          diff: { template_disabled_map: Object.fromEntries(map) },
         }),
-    );
-    await db.batch([
-      auditInsert(db, c, { action: "update", resourceType: "notification_preference", resourceId: user.id, diff: { template_disabled_map: Object.fromEntries(map) } }),
-      ...writes,
-    ]);
-    return c.json(await preferencesOf(db, user.id), 200);
-  });
+        ...writes,
+      ]);
+      return c.json(await preferencesOf(db, user.id), 200);
+    },
+  );

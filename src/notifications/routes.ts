@@ -1,5 +1,6 @@
 import { and, asc, count, desc, eq, type SQL } from "drizzle-orm";
 import { Hono, type Context } from "hono";
+import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { requireAuth } from "../auth/session";
 import { assertCan, assertScope, can } from "../authz/guard";
@@ -8,6 +9,8 @@ import { notificationMessages, notificationTemplates, type MessageRow, type Temp
 import { ApiError, forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
+import { describeRoute, errors, NO_BODY, noPermission } from "../openapi/describe";
+import { ListNotificationMessagesResponse, NotificationMethodsResponse, NotificationTemplate } from "../openapi/responses";
 import { redrive } from "./background";
 import { enqueueNotification } from "./enqueue";
 import { customNotificationBody, messagesQuery, settingsBody } from "./schemas";
@@ -60,67 +63,173 @@ async function templatesOfKind(c: Context<AppEnv>, kind: TemplateRow["kind"]) {
   }
 }
 
+function describeTemplates(kind: TemplateRow["kind"], operationId: string) {
+  return describeRoute({
+    operationId,
+    summary: `List ${kind} notification templates, by name`,
+    tags: ["Notifications"],
+    access: "anyone",
+    responses: [{ status: 200, description: "The templates.", schema: z.array(NotificationTemplate) }],
+    errors: errors(noPermission("read notification templates"), { 500: `Retrieving the ${kind} notification templates failed.` }),
+  });
+}
+
 /** N1, N2, N7–N11 and the admin view of deliveries (SPEC §4). */
 export const notificationRoutes = new Hono<AppEnv>()
-  .post("/notifications/custom", requireAuth, jsonBody(customNotificationBody, { invalidMessage: "Invalid request body" }), async (c) => {
-    const auth = c.var.auth;
-    if (!can(c, "create", { type: "notification_message", ownerId: auth.user.id })) {
-      if (auth.user.isSystem) throw forbidden("Forbidden", "System users cannot send custom notifications.");
-      throw forbidden();
-    }
-    const body = c.req.valid("json");
-    await enqueueNotification(c.env, c.executionCtx, {
-      userId: auth.user.id,
-      templateId: TEMPLATE_IDS.custom,
-      labels: { custom_title: body.content.title.trim(), custom_message: body.content.message.trim() },
-      createdBy: auth.user.id,
-    });
-    return c.body(null, 204);
-  })
-  .get("/notifications/dispatch-methods", requireAuth, (c) => {
-    assertScope(c, "deployment_config", "read");
-    return c.json([{ available: ["smtp", "webhook"], default: c.var.config.NOTIFICATIONS_METHOD }], 200);
-  })
-  .get("/notifications/settings", requireAuth, async (c) => {
-    assertScope(c, "deployment_config", "read");
-    return c.json({ notifier_paused: await readPaused(database(c.env.DB)) }, 200);
-  })
-  .put("/notifications/settings", requireAuth, jsonBody(settingsBody), async (c) => {
-    assertCan(c, "update", { type: "deployment_config" });
-    const { notifier_paused } = c.req.valid("json");
-    const db = database(c.env.DB);
-    const current = await readPaused(db);
-    if (current === notifier_paused) return c.body(null, 304);
-    await db.batch([
-      writePaused(db, notifier_paused),
-      auditInsert(db, c, { action: "update", resourceType: "deployment_config", resourceId: "notifier_paused", diff: { notifier_paused: { old: current, new: notifier_paused } } }),
-    ]);
-    // Resuming sends everything that waited, oldest first.
-    if (!notifier_paused) c.executionCtx.waitUntil(redrive(c.env, 0));
-    return c.json({ notifier_paused }, 200);
-  })
-  .get("/notifications/templates/custom", requireAuth, (c) => templatesOfKind(c, "custom"))
-  .get("/notifications/templates/system", requireAuth, (c) => templatesOfKind(c, "system"))
-  .post("/notifications/test", requireAuth, async (c) => {
-    // Site-wide create on messages: the owner's permission, not a member's own-notification one.
-    assertCan(c, "create", { type: "notification_message" }, "Only an owner can send test notifications.");
-    await enqueueNotification(c.env, c.executionCtx, { userId: c.var.auth.user.id, templateId: TEMPLATE_IDS.test, createdBy: c.var.auth.user.id });
-    return c.body(null, 200);
-  })
-  .get("/notifications/messages", requireAuth, queryParams(messagesQuery), async (c) => {
-    assertCan(c, "read", { type: "notification_message" });
-    const q = c.req.valid("query");
-    const filters: SQL[] = [];
-    if (q.status) filters.push(eq(notificationMessages.status, q.status));
-    if (q.method) filters.push(eq(notificationMessages.method, q.method));
-    if (q.user_id) filters.push(eq(notificationMessages.userId, q.user_id));
-    if (q.template_id) filters.push(eq(notificationMessages.templateId, q.template_id));
-    const db = database(c.env.DB);
-    const where = and(...filters);
-    const [rows, total] = await db.batch([
-      db.select().from(notificationMessages).where(where).orderBy(desc(notificationMessages.createdAt), desc(notificationMessages.id)).limit(q.limit).offset(q.offset),
-      db.select({ n: count() }).from(notificationMessages).where(where),
-    ]);
-    return c.json({ messages: rows.map(toMessageResponse), count: total[0]?.n ?? 0 }, 200);
-  });
-
+  .post(
+    "/notifications/custom",
+    describeRoute({
+      operationId: "sendCustomNotification",
+      summary: "Send a custom notification to the caller",
+      description: "At least one of `content.title` / `content.message` must be non-empty after trimming.",
+      tags: ["Notifications"],
+      access: "anyone",
+      responses: [{ status: 204, description: NO_BODY }],
+      errors: errors(
+        { 403: "The caller is a system user: `Forbidden`, `System users cannot send custom notifications.`" },
+        { 500: "Sending the custom notification failed." },
+      ),
+    }),
+    requireAuth,
+    jsonBody(customNotificationBody, { invalidMessage: "Invalid request body" }),
+    async (c) => {
+      const auth = c.var.auth;
+      if (!can(c, "create", { type: "notification_message", ownerId: auth.user.id })) {
+        if (auth.user.isSystem) throw forbidden("Forbidden", "System users cannot send custom notifications.");
+        throw forbidden();
+      }
+      const body = c.req.valid("json");
+      await enqueueNotification(c.env, c.executionCtx, {
+        userId: auth.user.id,
+        templateId: TEMPLATE_IDS.custom,
+        labels: { custom_title: body.content.title.trim(), custom_message: body.content.message.trim() },
+        createdBy: auth.user.id,
+      });
+      return c.body(null, 204);
+    },
+  )
+  .get(
+    "/notifications/dispatch-methods",
+    describeRoute({
+      operationId: "getNotificationDispatchMethods",
+      summary: "Available dispatch methods and the default",
+      tags: ["Notifications"],
+      access: "anyone",
+      responses: [{ status: 200, description: "An array with one entry.", schema: z.array(NotificationMethodsResponse) }],
+    }),
+    requireAuth,
+    (c) => {
+      assertScope(c, "deployment_config", "read");
+      return c.json([{ available: ["smtp", "webhook"], default: c.var.config.NOTIFICATIONS_METHOD }], 200);
+    },
+  )
+  .get(
+    "/notifications/settings",
+    describeRoute({
+      operationId: "getNotificationsSettings",
+      summary: "Get the notifier setting",
+      tags: ["Notifications"],
+      access: "anyone",
+      responses: [{ status: 200, description: "The settings.", schema: settingsBody }],
+    }),
+    requireAuth,
+    async (c) => {
+      assertScope(c, "deployment_config", "read");
+      return c.json({ notifier_paused: await readPaused(database(c.env.DB)) }, 200);
+    },
+  )
+  .put(
+    "/notifications/settings",
+    describeRoute({
+      operationId: "updateNotificationsSettings",
+      summary: "Pause or resume the notifier",
+      description: "Owner only. Pausing stops all dispatch (inbox included); resuming delivers everything that waited, in order.",
+      tags: ["Notifications"],
+      access: "owner",
+      responses: [
+        { status: 200, description: "Changed: the new settings.", schema: settingsBody },
+        { status: 304, description: "Not Modified: the value was already set. No body." },
+      ],
+      errors: noPermission("update the deployment configuration"),
+    }),
+    requireAuth,
+    jsonBody(settingsBody),
+    async (c) => {
+      assertCan(c, "update", { type: "deployment_config" });
+      const { notifier_paused } = c.req.valid("json");
+      const db = database(c.env.DB);
+      const current = await readPaused(db);
+      if (current === notifier_paused) return c.body(null, 304);
+      await db.batch([
+        writePaused(db, notifier_paused),
+        auditInsert(db, c, {
+          action: "update",
+          resourceType: "deployment_config",
+          resourceId: "notifier_paused",
+          diff: { notifier_paused: { old: current, new: notifier_paused } },
+        }),
+      ]);
+      // Resuming sends everything that waited, oldest first.
+      if (!notifier_paused) c.executionCtx.waitUntil(redrive(c.env, 0));
+      return c.json({ notifier_paused }, 200);
+    },
+  )
+  .get("/notifications/templates/custom", describeTemplates("custom", "listCustomNotificationTemplates"), requireAuth, (c) =>
+    templatesOfKind(c, "custom"),
+  )
+  .get("/notifications/templates/system", describeTemplates("system", "listSystemNotificationTemplates"), requireAuth, (c) =>
+    templatesOfKind(c, "system"),
+  )
+  .post(
+    "/notifications/test",
+    describeRoute({
+      operationId: "sendTestNotification",
+      summary: "Send the test notification to the caller",
+      tags: ["Notifications"],
+      access: "owner",
+      responses: [{ status: 200, description: "Sent. No body (per the interface)." }],
+      errors: { 403: "Only an owner can send test notifications." },
+    }),
+    requireAuth,
+    async (c) => {
+      // Site-wide create on messages: the owner's permission, not a member's own-notification one.
+      assertCan(c, "create", { type: "notification_message" }, "Only an owner can send test notifications.");
+      await enqueueNotification(c.env, c.executionCtx, { userId: c.var.auth.user.id, templateId: TEMPLATE_IDS.test, createdBy: c.var.auth.user.id });
+      return c.body(null, 200);
+    },
+  )
+  .get(
+    "/notifications/messages",
+    describeRoute({
+      operationId: "listNotificationMessages",
+      summary: "The delivery log (owners)",
+      tags: ["Notifications"],
+      access: "owner",
+      responses: [{ status: 200, description: "One page, newest first, and the total count.", schema: ListNotificationMessagesResponse }],
+      errors: noPermission("read notification messages"),
+    }),
+    requireAuth,
+    queryParams(messagesQuery),
+    async (c) => {
+      assertCan(c, "read", { type: "notification_message" });
+      const q = c.req.valid("query");
+      const filters: SQL[] = [];
+      if (q.status) filters.push(eq(notificationMessages.status, q.status));
+      if (q.method) filters.push(eq(notificationMessages.method, q.method));
+      if (q.user_id) filters.push(eq(notificationMessages.userId, q.user_id));
+      if (q.template_id) filters.push(eq(notificationMessages.templateId, q.template_id));
+      const db = database(c.env.DB);
+      const where = and(...filters);
+      const [rows, total] = await db.batch([
+        db
+          .select()
+          .from(notificationMessages)
+          .where(where)
+          .orderBy(desc(notificationMessages.createdAt), desc(notificationMessages.id))
+          .limit(q.limit)
+          .offset(q.offset),
+        db.select({ n: count() }).from(notificationMessages).where(where),
+      ]);
+      return c.json({ messages: rows.map(toMessageResponse), count: total[0]?.n ?? 0 }, 200);
+    },
+  );

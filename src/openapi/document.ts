@@ -1,13 +1,26 @@
+import type { RouterRoute } from "hono/types";
 import { z } from "zod";
-import { OPERATIONS } from "./operations";
+import { refuseCrossSite, requireAuth } from "../auth/session";
+import { MAX_BODY_BYTES } from "../http/limits";
+import {
+  errors,
+  ROUTE_DOC,
+  VALIDATES,
+  type ErrorStatus,
+  type Errors,
+  type RouteDoc,
+  type SuccessResponse,
+  type ValidatorDoc,
+} from "./describe";
 import { components, namedSchemas } from "./registry";
-import type { ErrorStatus, Operation, SuccessResponse } from "./table";
 import type {
+  HttpMethod,
   JsonSchema,
   OpenApiDocument,
   OperationObject,
   ParameterObject,
   PathItem,
+  Reference,
   ResponseObject,
   SecurityRequirement,
 } from "./types";
@@ -21,9 +34,15 @@ const SESSION: SecurityRequirement[] = [{ SessionToken: [] }, { BearerToken: [] 
 
 const DESCRIPTION = `Sign-in, authorization and notifications. All bodies are JSON.
 
-**Errors.** Every non-2xx response with a body is a \`Response\`: \`{"message", "detail"?, "validations"?: [{"field", "detail"}]}\`. Besides the statuses listed per operation, any route may answer 500 \`An internal server error occurred.\` (the \`detail\` carries a request id). Under \`/api/v2\`, an unknown path answers 404 \`Route not found.\` and a known path asked with a method it does not serve answers **405** \`Method not allowed.\` with an \`Allow\` header; a body above 1 MiB answers 413.
+**How this document is made.** It is generated from the routes: each route carries its own description, the request schemas are the very zod schemas its validators check, and whether it needs a credential is read from its middleware. Response schemas are documentation written in zod next to the code that builds each body; the test suite checks every response it receives against them (docs/api.md, "The OpenAPI document").
 
-**Authentication.** A session token or API key (\`<10-char id>-<22-char secret>\`) in the \`Service-Session-Token\` header, else \`Authorization: Bearer\`, else the \`service_session_token\` cookie (\`__Host-\` prefixed on https). A cookie-authenticated request that changes state must come from an allowed \`Origin\` (403 otherwise).`;
+**Errors.** Every non-2xx response with a body is a \`Response\`: \`{"message", "detail"?, "validations"?: [{"field", "detail"}]}\`. Any route may answer 500 \`An internal server error occurred.\` (the \`detail\` carries a request id), and a body above 1 MiB answers 413.
+
+**Methods.** \`HEAD\` is answered wherever \`GET\` is, with the same status and headers and no body. Under \`/api\`, \`OPTIONS\` answers a CORS preflight (204). Under \`/api/v2\`, an unknown path answers 404 \`Route not found.\`, and a known path asked with a method it does not serve answers **405** \`Method not allowed.\` with an \`Allow\` header listing the methods it does serve. A path with a trailing slash is another path (404).
+
+**Authentication.** A session token or API key (\`<10-char id>-<22-char secret>\`) in the \`Service-Session-Token\` header, else \`Authorization: Bearer\`, else the \`service_session_token\` cookie (\`__Host-\` prefixed on https). A cookie-authenticated request that changes state must come from an allowed \`Origin\` (403 otherwise).
+
+**Transport.** When the deployment's \`ACCESS_URL\` is https, a plain-http request to that host answers 403 \`This server answers over https only.\` under \`/api\` (a redirect for pages).`;
 
 /** Replaces zod's `#/$defs/X` references by component references, in place. */
 function retarget(node: unknown): void {
@@ -59,9 +78,42 @@ function convertAll(schemas: readonly z.ZodType[]): { converted: Map<z.ZodType, 
   return { converted, defs: (json.$defs ?? {}) as Record<string, JsonSchema> };
 }
 
+/** Everything the document knows about one operation, gathered from a route's handlers. */
+interface Operation {
+  method: HttpMethod;
+  /** OpenAPI form, whole path: `/api/v2/users/{user}`. */
+  path: string;
+  doc: RouteDoc;
+  operationId: string;
+  summary: string;
+  authenticated: boolean;
+  crossSiteRefused: boolean;
+  pathParams: z.ZodType | undefined;
+  query: z.ZodType | undefined;
+  body: z.ZodType | undefined;
+}
+
 function schemasOf(op: Operation): z.ZodType[] {
-  const out = [op.pathParams, op.query, op.body, ...op.responses.map((r) => r.schema)];
+  const out = [op.pathParams, op.query, op.body, ...op.doc.responses.map((r) => r.schema)];
   return out.filter((s): s is z.ZodType => s !== undefined);
+}
+
+const AUTH_401 =
+  "No valid credential (missing, malformed, unknown, wrong secret, expired, or the user is suspended): `You are signed out or your session has expired. Please sign in again to continue.` with a `detail` saying which.";
+
+/** The error statuses a route's middleware implies, before its own. */
+function impliedErrors(op: Operation): Errors {
+  const write = op.method !== "get";
+  return errors(
+    op.body ? { 400: "The body is not JSON (`Request body must be valid JSON.`) or fails validation (`Validation failed.` with one `validations` entry per bad field)." } : {},
+    op.query ? { 400: "A query parameter is invalid or unknown (`Validation failed.` with `validations`)." } : {},
+    op.pathParams && op.doc.pathParams === undefined ? { 400: "A path parameter is malformed (`Validation failed.` with `validations`)." } : {},
+    op.authenticated ? { 401: AUTH_401 } : {},
+    op.authenticated ? { 403: "The credential's scopes (an API token made with `scopes`) do not allow this." } : {},
+    op.authenticated && write ? { 403: "Authenticated by cookie but without an allowed `Origin`." } : {},
+    op.crossSiteRefused ? { 403: "An `Origin` header that is not an allowed origin: sign-in from another site is refused." } : {},
+    write ? { 413: `The body is larger than ${MAX_BODY_BYTES} bytes (1 MiB).` } : {},
+  );
 }
 
 function parameters(op: Operation, where: "path" | "query", schema: JsonSchema | undefined): ParameterObject[] {
@@ -73,7 +125,7 @@ function parameters(op: Operation, where: "path" | "query", schema: JsonSchema |
   return Object.entries(schema.properties as Record<string, JsonSchema>).map(([name, property]) => {
     if (where === "path" && !required.has(name)) throw new Error(`${op.operationId}: path parameter ${name} must be required`);
     const { description: fromSchema, ...rest } = property;
-    const description = op.paramDocs?.[name] ?? (typeof fromSchema === "string" ? fromSchema : undefined);
+    const description = op.doc.paramDocs?.[name] ?? (typeof fromSchema === "string" ? fromSchema : undefined);
     return {
       name,
       in: where,
@@ -107,28 +159,131 @@ function operationObject(op: Operation, converted: Map<z.ZodType, JsonSchema>): 
     throw new Error(`${op.operationId}: path parameters do not match ${op.path}`);
   }
   const params = [...pathParams, ...parameters(op, "query", op.query && converted.get(op.query))];
-  for (const name of Object.keys(op.paramDocs ?? {})) {
+  for (const name of Object.keys(op.doc.paramDocs ?? {})) {
     if (!params.some((p) => p.name === name)) throw new Error(`${op.operationId}: paramDocs names unknown parameter ${name}`);
   }
-  const responses: Record<string, ResponseObject> = {};
-  for (const response of op.responses) responses[String(response.status)] = successResponse(response, converted);
-  for (const [status, description] of Object.entries(op.errors)) {
-    responses[status] = errorResponse(Number(status) as ErrorStatus, description);
+  const responses: Record<string, ResponseObject | Reference> = {};
+  for (const response of op.doc.responses) responses[String(response.status)] = successResponse(response, converted);
+  const errorMap = errors(impliedErrors(op), op.doc.errors ?? {});
+  for (const status of Object.keys(errorMap).sort()) {
+    responses[status] = errorResponse(Number(status) as ErrorStatus, errorMap[Number(status) as ErrorStatus] ?? "");
   }
+  responses["500"] ??= { $ref: "#/components/responses/InternalServerError" };
   const body = op.body && converted.get(op.body);
   return {
     operationId: op.operationId,
     summary: op.summary,
-    ...(op.description ? { description: op.description } : {}),
-    tags: [...op.tags],
-    security: op.auth === "public" ? [] : SESSION,
+    ...(op.doc.description ? { description: op.doc.description } : {}),
+    tags: [...op.doc.tags],
+    security: op.authenticated ? SESSION : [],
     ...(params.length > 0 ? { parameters: params } : {}),
     ...(body ? { requestBody: { required: true, content: { "application/json": { schema: body } } } } : {}),
     responses,
   };
 }
 
-export function buildOpenApiDocument(operations: readonly Operation[] = OPERATIONS): OpenApiDocument {
+type Handler = RouterRoute["handler"] & { [ROUTE_DOC]?: RouteDoc; [VALIDATES]?: ValidatorDoc; __COMPOSED_HANDLER?: Handler };
+
+/** A sub-app mounted with its own error handler wraps each handler; the original stays reachable. */
+function unwrap(handler: Handler): Handler {
+  return handler.__COMPOSED_HANDLER ?? handler;
+}
+
+/**
+ * Hono's path syntax to OpenAPI paths: `:user` becomes `{user}`, and a parameter restricted to an alternation
+ * (`:status{suspend|activate}`) becomes one literal path per alternative.
+ */
+function openApiPaths(path: string): { path: string; alternative?: string }[] {
+  const alternation = /:([A-Za-z_]+)\{([A-Za-z0-9_|-]+)\}/.exec(path);
+  if (alternation) {
+    const [whole, , choices = ""] = alternation;
+    return choices.split("|").map((choice) => ({ path: path.replace(whole, choice).replace(/:([A-Za-z_]+)/g, "{$1}"), alternative: choice }));
+  }
+  if (/[{}*]/.test(path)) throw new Error(`Cannot document the path ${path}`);
+  return [{ path: path.replace(/:([A-Za-z_]+)/g, "{$1}") }];
+}
+
+/** Every documented operation of the app, read from its routes (`app.routes`), in registration order. */
+export function operationsOf(routes: readonly RouterRoute[]): Operation[] {
+  const byRoute = new Map<string, { method: HttpMethod; path: string; handlers: Handler[] }>();
+  for (const route of routes) {
+    if (route.method === "ALL") continue;
+    const method = route.method.toLowerCase() as HttpMethod;
+    const key = `${method} ${route.path}`;
+    const entry = byRoute.get(key) ?? { method, path: route.path, handlers: [] };
+    entry.handlers.push(unwrap(route.handler as Handler));
+    byRoute.set(key, entry);
+  }
+  const out: Operation[] = [];
+  for (const { method, path, handlers } of byRoute.values()) {
+    const docs = handlers.flatMap((h) => (h[ROUTE_DOC] ? [h[ROUTE_DOC]] : []));
+    const doc = docs[0];
+    if (!doc || docs.length > 1) throw new Error(`${method.toUpperCase()} ${path} needs exactly one describeRoute(...)`);
+    const validated = (target: ValidatorDoc["target"]) => handlers.find((h) => h[VALIDATES]?.target === target)?.[VALIDATES]?.schema;
+    for (const variant of openApiPaths(path)) {
+      const named = variant.alternative === undefined ? doc : doc.alternatives?.[variant.alternative];
+      if (!named) throw new Error(`${method.toUpperCase()} ${path}: no alternatives entry for "${variant.alternative ?? ""}"`);
+      out.push({
+        method,
+        path: variant.path,
+        doc,
+        operationId: named.operationId,
+        summary: named.summary,
+        authenticated: handlers.includes(requireAuth as Handler),
+        crossSiteRefused: handlers.includes(refuseCrossSite as Handler),
+        pathParams: validated("param") ?? doc.pathParams,
+        query: validated("query") ?? doc.query,
+        body: validated("json"),
+      });
+    }
+  }
+  return out;
+}
+
+
+/** `HEAD` mirrors a `GET`: same parameters and statuses, no body. */
+function headOf(get: OperationObject): OperationObject {
+  const responses: Record<string, ResponseObject | Reference> = {};
+  for (const [status, response] of Object.entries(get.responses)) {
+    if ("$ref" in response) responses[status] = response;
+    else {
+      const { content: _content, ...rest } = response;
+      responses[status] = rest;
+    }
+  }
+  return { ...get, operationId: `${get.operationId}Head`, summary: `Headers only: ${get.summary}`, description: "As `GET`, without the body.", responses };
+}
+
+/** `OPTIONS` on any `/api` path: the CORS preflight, answered before routing. */
+function preflightOf(item: PathItem): OperationObject {
+  const first = Object.values(item)[0];
+  return {
+    operationId: `${first?.operationId ?? "unknown"}Preflight`,
+    summary: "CORS preflight",
+    description: "Answers 204 with the CORS headers; `Access-Control-Allow-Origin` only for an origin in CORS_ALLOWED_ORIGINS.",
+    tags: first ? [...first.tags] : ["Meta"],
+    security: [],
+    ...(first?.parameters?.some((p) => p.in === "path") ? { parameters: first.parameters.filter((p) => p.in === "path") } : {}),
+    responses: {
+      "204": {
+        description: "The preflight answer.",
+        headers: {
+          "Access-Control-Allow-Methods": { description: "GET, POST, PUT, PATCH, DELETE.", schema: { type: "string" } },
+          "Access-Control-Allow-Origin": { description: "The request's `Origin`, when it is allowed.", schema: { type: "string" } },
+        },
+      },
+    },
+  };
+}
+
+export interface DocumentOptions {
+  /** The deployment's ACCESS_URL: the document's one server. */
+  serverUrl: string;
+}
+
+/** The OpenAPI document of an app, generated from its routes (`app.routes`). */
+export function buildOpenApiDocument(routes: readonly RouterRoute[], options: DocumentOptions): OpenApiDocument {
+  const operations = operationsOf(routes);
   const { converted, defs } = convertAll([...namedSchemas.values(), ...operations.flatMap(schemasOf)]);
   const paths: Record<string, PathItem> = {};
   const ids = new Set<string>();
@@ -139,24 +294,41 @@ export function buildOpenApiDocument(operations: readonly Operation[] = OPERATIO
     if (item[op.method]) throw new Error(`Duplicate operation ${op.method.toUpperCase()} ${op.path}`);
     item[op.method] = operationObject(op, converted);
   }
+  for (const [path, item] of Object.entries(paths)) {
+    if (item.get) item.head = headOf(item.get);
+    if (path.startsWith("/api/")) item.options = preflightOf(item);
+  }
   return {
     openapi: "3.1.1",
     jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
-    info: { title: "Herald", version: "2.0.0", summary: "Herald's /api/v2 interface.", description: DESCRIPTION },
+    info: {
+      title: "Herald",
+      version: "2.0.0",
+      summary: "Herald's /api/v2 interface.",
+      description: DESCRIPTION,
+      license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
+    },
+    servers: [{ url: options.serverUrl, description: "This deployment (ACCESS_URL)." }],
     tags: [
-      { name: "Meta", description: "Health and this document." },
-      { name: "Authorization", description: "Scopes and authorization checks (A1, A2)." },
-      { name: "Sign-in", description: "Password sign-in, logout and password reset (A3–A6)." },
-      { name: "External sign-in", description: "OpenID Connect and GitHub sign-in, login conversion (A7)." },
-      { name: "Users", description: "Accounts (SPEC §7)." },
-      { name: "API keys", description: "Named API tokens (SPEC §7)." },
-      { name: "Inbox", description: "The caller's inbox (N3–N6)." },
-      { name: "Notifications", description: "Sending, settings, templates and delivery (N1, N2, N7–N11)." },
-      { name: "Notification preferences", description: "Per-user template preferences (N12, N13)." },
+      { name: "Meta", description: "The page at `/`, health and this document." },
+      { name: "Authorization", description: "Scopes and authorization checks." },
+      { name: "Sign-in", description: "Password sign-in, logout, sign-in methods and password reset by one-time passcode." },
+      { name: "External sign-in", description: "OpenID Connect and GitHub sign-in, and converting a password login to one." },
+      { name: "Users", description: "Accounts: the first owner, users, roles, status and passwords." },
+      { name: "API keys", description: "Login sessions and named API tokens." },
+      { name: "Inbox", description: "The caller's inbox: list, watch, read state." },
+      { name: "Notifications", description: "Sending, dispatch methods, the notifier setting, templates and the delivery log." },
+      { name: "Notification preferences", description: "Per-user template preferences." },
     ],
     paths,
     components: {
       schemas: defs,
+      responses: {
+        InternalServerError: {
+          description: "An unexpected failure: `An internal server error occurred.` with the request id in `detail`.",
+          content: { "application/json": { schema: ERROR_SCHEMA } },
+        },
+      },
       securitySchemes: {
         SessionToken: { type: "apiKey", in: "header", name: "Service-Session-Token", description: "A session token or API key." },
         BearerToken: { type: "http", scheme: "bearer", description: "The same token as `Authorization: Bearer <token>`." },
@@ -173,12 +345,4 @@ export function buildOpenApiDocument(operations: readonly Operation[] = OPERATIO
       },
     },
   };
-}
-
-let cached: OpenApiDocument | undefined;
-
-/** Built on first use and kept for the life of the isolate. */
-export function openApiDocument(): OpenApiDocument {
-  cached ??= buildOpenApiDocument();
-  return cached;
 }

@@ -1,9 +1,15 @@
 import { z } from "zod";
+import type { JsonSchema } from "./types";
 
 /** What the document knows about a zod schema: `id` makes it a named component, `description` documents it. */
 export interface SchemaMeta {
   id?: string;
   description?: string;
+  /**
+   * JSON Schema keywords for a rule zod checks in code (a `superRefine`), which zod cannot convert; test/openapi
+   * checks that the document and the validator accept the same bodies.
+   */
+  anyOf?: JsonSchema[];
 }
 
 /**
@@ -16,12 +22,12 @@ export const components = z.registry<SchemaMeta>();
 export const namedSchemas = new Map<string, z.ZodType>();
 
 /** Makes `schema` the component `#/components/schemas/<id>` and returns the very same object. */
-export function named<T extends z.ZodType>(id: string, schema: T, description?: string): T {
+export function named<T extends z.ZodType>(id: string, schema: T, description?: string, rules?: Pick<SchemaMeta, "anyOf">): T {
   const existing = components.get(schema);
   if (existing?.id === id) return schema;
   if (existing) throw new Error(`Schema already registered as "${existing.id ?? "(unnamed)"}", not "${id}".`);
   if (namedSchemas.has(id)) throw new Error(`Two schemas are named "${id}".`);
-  components.add(schema, description === undefined ? { id } : { id, description });
+  components.add(schema, { id, ...(description === undefined ? {} : { description }), ...rules });
   namedSchemas.set(id, schema);
   return schema;
 }

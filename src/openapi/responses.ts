@@ -17,13 +17,13 @@ const count = z.number().int().min(0);
 
 export const ValidationError = named(
   "ValidationError",
-  z.object({ field: described("JSON path of the bad field, e.g. `content.title`.", z.string()), detail: z.string() }),
+  z.strictObject({ field: described("JSON path of the bad field, e.g. `content.title`.", z.string()), detail: z.string() }),
 );
 
 /** SPEC §1: every error body, and a few success replies. */
 export const ResponseBody = named(
   "Response",
-  z.object({
+  z.strictObject({
     message: z.string(),
     detail: z.string().optional(),
     validations: z.array(ValidationError).optional(),
@@ -33,17 +33,17 @@ export const ResponseBody = named(
 
 export const ExternalAPIKeyScopes = named(
   "ExternalAPIKeyScopes",
-  z.object({ external: z.array(z.string()) }),
+  z.strictObject({ external: z.array(z.string()) }),
   "The sorted catalog of scopes an API key may carry; always contains `all`.",
 );
 
 export const AuthMethods = named(
   "AuthMethods",
-  z.object({
+  z.strictObject({
     terms_of_service_url: z.string().optional(),
-    password: z.object({ enabled: z.boolean() }),
-    github: z.object({ enabled: z.boolean(), default_provider_configured: described("Always false: Herald has no built-in GitHub app.", z.boolean()) }),
-    oidc: z.object({ enabled: z.boolean(), signInText: described("OIDC_SIGN_IN_TEXT.", z.string()), iconUrl: described("OIDC_ICON_URL.", z.string()) }),
+    password: z.strictObject({ enabled: z.boolean() }),
+    github: z.strictObject({ enabled: z.boolean(), default_provider_configured: described("Always false: Herald has no built-in GitHub app.", z.boolean()) }),
+    oidc: z.strictObject({ enabled: z.boolean(), signInText: described("OIDC_SIGN_IN_TEXT.", z.string()), iconUrl: described("OIDC_ICON_URL.", z.string()) }),
   }),
   "Which sign-in methods the server offers (Coder's shape), for a sign-in page to show the right buttons.",
 );
@@ -54,16 +54,16 @@ export const AuthorizationResponse = named(
   "Each key of the request's `checks`, mapped to whether that check is allowed.",
 );
 
-export const LoginWithPasswordResponse = named("LoginWithPasswordResponse", z.object({ session_token: z.string() }));
+export const LoginWithPasswordResponse = named("LoginWithPasswordResponse", z.strictObject({ session_token: z.string() }));
 
 export const ValidateUserPasswordResponse = named(
   "ValidateUserPasswordResponse",
-  z.object({ valid: z.boolean(), details: described("\"\" when valid, else a readable reason.", z.string()) }),
+  z.strictObject({ valid: z.boolean(), details: described("\"\" when valid, else a readable reason.", z.string()) }),
 );
 
 export const OAuthConversionResponse = named(
   "OAuthConversionResponse",
-  z.object({
+  z.strictObject({
     expires_at: timestamp,
     state_string: z.string(),
     to_type: z.enum(["oidc", "github"]),
@@ -73,12 +73,12 @@ export const OAuthConversionResponse = named(
 
 export const NotificationMethodsResponse = named(
   "NotificationMethodsResponse",
-  z.object({ available: z.array(z.string()), default: z.enum(["smtp", "webhook"]) }),
+  z.strictObject({ available: z.array(z.string()), default: z.enum(["smtp", "webhook"]) }),
 );
 
 export const InboxNotification = named(
   "InboxNotification",
-  z.object({
+  z.strictObject({
     id: uuid,
     user_id: uuid,
     template_id: uuid,
@@ -86,7 +86,7 @@ export const InboxNotification = named(
     title: z.string(),
     content: z.string(),
     icon: z.string(),
-    actions: z.array(z.object({ label: z.string(), url: z.string() })),
+    actions: z.array(z.strictObject({ label: z.string(), url: z.string() })),
     read_at: timestamp.nullable(),
     created_at: timestamp,
   }),
@@ -94,7 +94,7 @@ export const InboxNotification = named(
 
 export const ListInboxNotificationsResponse = named(
   "ListInboxNotificationsResponse",
-  z.object({
+  z.strictObject({
     notifications: z.array(InboxNotification),
     unread_count: described("The caller's total unread count, ignoring filters.", count),
   }),
@@ -102,31 +102,37 @@ export const ListInboxNotificationsResponse = named(
 
 export const GetInboxNotificationResponse = named(
   "GetInboxNotificationResponse",
-  z.object({ notification: InboxNotification, unread_count: count }),
+  z.strictObject({ notification: InboxNotification, unread_count: count }),
   "One frame of the inbox watch: a newly delivered notification and the current unread count.",
 );
 
 export const InboxReadStateFrame = named(
   "InboxReadStateFrame",
-  z.object({
+  z.strictObject({
     read_state: z.union([
-      z.object({ id: uuid, read_at: timestamp.nullable() }),
-      z.object({ all: z.literal(true), read_at: timestamp }),
+      z.strictObject({ id: uuid, read_at: timestamp.nullable() }),
+      z.strictObject({ all: z.literal(true), read_at: timestamp }),
     ]),
     unread_count: count,
   }),
   "Watch frame sent only with `sync_read_state=true`: a read-state change made by mark-all-as-read or read-status.",
 );
 
+export const InboxWatchFrame = named(
+  "InboxWatchFrame",
+  z.union([GetInboxNotificationResponse, InboxReadStateFrame]),
+  "One text frame of the inbox watch, after the upgrade: a delivered notification, or (with `sync_read_state=true`) a read-state change.",
+);
+
 export const UpdateInboxNotificationReadStatusResponse = named(
   "UpdateInboxNotificationReadStatusResponse",
-  z.object({ message: z.string(), notification: InboxNotification, unread_count: count }),
+  z.strictObject({ message: z.string(), notification: InboxNotification, unread_count: count }),
   "Satisfies both the interface's Response shape and the richer client shape.",
 );
 
 export const NotificationTemplate = named(
   "NotificationTemplate",
-  z.object({
+  z.strictObject({
     id: uuid,
     name: z.string(),
     title_template: z.string(),
@@ -141,12 +147,12 @@ export const NotificationTemplate = named(
 
 export const NotificationPreference = named(
   "NotificationPreference",
-  z.object({ id: described("A template id.", uuid), disabled: z.boolean(), updated_at: timestamp }),
+  z.strictObject({ id: described("A template id.", uuid), disabled: z.boolean(), updated_at: timestamp }),
 );
 
 export const NotificationMessage = named(
   "NotificationMessage",
-  z.object({
+  z.strictObject({
     id: uuid,
     notification_id: uuid,
     template_id: uuid,
@@ -166,14 +172,14 @@ export const NotificationMessage = named(
 
 export const ListNotificationMessagesResponse = named(
   "ListNotificationMessagesResponse",
-  z.object({ messages: z.array(NotificationMessage), count }),
+  z.strictObject({ messages: z.array(NotificationMessage), count }),
 );
 
-export const Role = named("Role", z.object({ name: z.string(), display_name: z.string() }));
+export const Role = named("Role", z.strictObject({ name: z.string(), display_name: z.string() }));
 
 export const User = named(
   "User",
-  z.object({
+  z.strictObject({
     id: uuid,
     username: z.string(),
     name: z.string(),
@@ -190,13 +196,13 @@ export const User = named(
   }),
 );
 
-export const GetUsersResponse = named("GetUsersResponse", z.object({ users: z.array(User), count }));
+export const GetUsersResponse = named("GetUsersResponse", z.strictObject({ users: z.array(User), count }));
 
-export const CreateFirstUserResponse = named("CreateFirstUserResponse", z.object({ user_id: uuid, organization_id: uuid }));
+export const CreateFirstUserResponse = named("CreateFirstUserResponse", z.strictObject({ user_id: uuid, organization_id: uuid }));
 
 export const APIKey = named(
   "APIKey",
-  z.object({
+  z.strictObject({
     id: described("The public 10-character half of the token.", z.string()),
     user_id: uuid,
     token_name: z.string(),
@@ -217,7 +223,7 @@ export const APISession = named(
 
 export const GenerateAPIKeyResponse = named(
   "GenerateAPIKeyResponse",
-  z.object({ key: described("The whole token, `<id>-<secret>`; shown only once.", z.string()) }),
+  z.strictObject({ key: described("The whole token, `<id>-<secret>`; shown only once.", z.string()) }),
 );
 
 /** `GET /api/v2/openapi.json` itself: only the top-level fields are described. */

@@ -1,11 +1,13 @@
 import type { Context } from "hono";
+import type { RouterRoute } from "hono/types";
 import type { AppEnv } from "../http/types";
-import { openApiDocument } from "./document";
+import { buildOpenApiDocument } from "./document";
 
-let serialized: string | undefined;
+let served: { serverUrl: string; body: string } | undefined;
 
-/** `GET /api/v2/openapi.json` (public): the document, built and serialized once per isolate. */
-export function serveOpenApi(c: Context<AppEnv>): Response {
-  serialized ??= JSON.stringify(openApiDocument());
-  return c.body(serialized, 200, { "Content-Type": "application/json" });
+/** `GET /api/v2/openapi.json` (public): the document of `routes`, built and serialized once per isolate. */
+export function serveOpenApi(c: Context<AppEnv>, routes: readonly RouterRoute[]): Response {
+  const serverUrl = new URL(c.var.config.ACCESS_URL).origin;
+  if (served?.serverUrl !== serverUrl) served = { serverUrl, body: JSON.stringify(buildOpenApiDocument(routes, { serverUrl })) };
+  return c.body(served.body, 200, { "Content-Type": "application/json" });
 }

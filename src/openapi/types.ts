@@ -48,10 +48,10 @@ export interface OperationObject {
   security: SecurityRequirement[];
   parameters?: ParameterObject[];
   requestBody?: RequestBodyObject;
-  responses: Record<string, ResponseObject>;
+  responses: Record<string, ResponseObject | Reference>;
 }
 
-export type PathItem = Partial<Record<HttpMethod, OperationObject>>;
+export type PathItem = Partial<Record<HttpMethod | "head" | "options", OperationObject>>;
 
 export type SecurityScheme =
   | { type: "apiKey"; in: "header" | "cookie"; name: string; description?: string }
@@ -65,11 +65,13 @@ export interface TagObject {
 export interface OpenApiDocument {
   openapi: string;
   jsonSchemaDialect: string;
-  info: { title: string; version: string; summary?: string; description?: string };
+  info: { title: string; version: string; summary?: string; description?: string; license?: { name: string; identifier: string } };
+  servers: { url: string; description?: string }[];
   tags: TagObject[];
   paths: Record<string, PathItem>;
   components: {
     schemas: Record<string, JsonSchema>;
+    responses: Record<string, ResponseObject>;
     securitySchemes: Record<string, SecurityScheme>;
     headers: Record<string, HeaderObject>;
   };

@@ -1,5 +1,6 @@
 import { and, count, desc, eq, ne } from "drizzle-orm";
 import { Hono } from "hono";
+import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { clearSessionCookie } from "../auth/cookies";
 import { issueKey } from "../auth/keys";
@@ -13,8 +14,10 @@ import { apiKeys, type ApiKeyRow } from "../db/schema";
 import { badRequest, conflict, forbidden, notFound } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
+import { describeRoute, errors, NO_BODY, noPermission, RATE, USER_404 } from "../openapi/describe";
+import { APIKey, APISession, GenerateAPIKeyResponse } from "../openapi/responses";
 import { resolveUser } from "./resolve";
-import { createTokenBody, endSessionsQuery } from "./schemas";
+import { createTokenBody, endSessionsQuery, userKeyPath, userPath } from "./schemas";
 import { isUniqueViolation } from "./service";
 
 const DEFAULT_TOKEN_LIFETIME_MS = 7 * 24 * 60 * 60 * 1000;
@@ -47,111 +50,200 @@ function withinScopes(callerScopes: readonly string[], requested: readonly strin
 
 /** Named API tokens (SPEC §7) and login sessions. */
 export const keyRoutes = new Hono<AppEnv>()
-  .post("/users/:user/keys/tokens", requireAuth, jsonBody(createTokenBody), async (c) => {
-    const body = c.req.valid("json");
-    const user = await resolveUser(c, c.req.param("user"));
-    assertCan(c, "create", { type: "api_key", ownerId: user.id });
-    const scopes = [...new Set(body.scopes ?? ["all"])].sort();
-    const unknown = scopes.filter((s) => !isKnownScope(s));
-    if (unknown.length > 0) {
-      throw badRequest("Invalid scopes.", { validations: unknown.map((s) => ({ field: "scopes", detail: `Unknown scope "${s}".` })) });
-    }
-    if (!withinScopes(c.var.auth.key.scopes, scopes)) {
-      throw forbidden("Forbidden.", "A token cannot be given scopes its creator's credential does not hold.");
-    }
-    const maxMs = c.var.config.TOKEN_MAX_LIFETIME;
-    // A token never outlives the API token that creates it: otherwise a token about to expire could mint a fresh
-    // 30-day one, and so on forever.
-    const creator = c.var.auth.key;
-    const notAfter = creator.loginType === "token" ? Date.parse(creator.expiresAt) : undefined;
-    const remainingMs = notAfter !== undefined ? notAfter - Date.now() : Number.POSITIVE_INFINITY;
-    const lifetimeMs = body.lifetime !== undefined ? body.lifetime * 1000 : Math.min(DEFAULT_TOKEN_LIFETIME_MS, maxMs, remainingMs);
-    if (lifetimeMs > maxMs) {
-      throw badRequest(`Lifetime must be at most ${Math.floor(maxMs / 1000)} seconds.`, {
-        validations: [{ field: "lifetime", detail: `The maximum token lifetime is ${Math.floor(maxMs / 1000)} seconds.` }],
-      });
-    }
-    if (lifetimeMs > remainingMs) {
-      const seconds = Math.max(0, Math.floor(remainingMs / 1000));
-      throw badRequest(`Lifetime must be at most ${seconds} seconds.`, {
-        validations: [{ field: "lifetime", detail: `A token cannot outlive the token that creates it (${seconds} seconds left).` }],
-      });
-    }
-    // Limited once the request is otherwise acceptable: the limit guards minting, and a refused request mints nothing.
-    await limitSensitive(c, "token-create", user.id);
-    const db = database(c.env.DB);
-    const cap = c.var.config.TOKEN_MAX_PER_USER;
-    const [held] = await db.select({ n: count() }).from(apiKeys).where(and(eq(apiKeys.userId, user.id), eq(apiKeys.loginType, "token")));
-    if ((held?.n ?? 0) >= cap) {
-      throw badRequest("Too many API tokens.", { detail: `A user may hold at most ${cap} API tokens (TOKEN_MAX_PER_USER): delete one first.` });
-    }
-    const key = await issueKey(db, { userId: user.id, loginType: "token", lifetimeMs, notAfter, scopes, tokenName: body.token_name });
-    try {
-      await db.batch([
-        key.insert,
-        auditInsert(db, c, { action: "create", resourceType: "api_key", resourceId: key.row.id, diff: { token_name: body.token_name, scopes, owner: user.id } }),
-      ]);
-    } catch (error) {
-      if (isUniqueViolation(error)) throw conflict(`A token with name "${body.token_name}" already exists.`);
-      throw error;
-    }
-    return c.json({ key: key.token }, 201);
-  })
-  .get("/users/:user/keys/tokens", requireAuth, async (c) => {
-    const user = await resolveUser(c, c.req.param("user"));
-    assertCan(c, "read", { type: "api_key", ownerId: user.id });
-    const db = database(c.env.DB);
-    const rows = await db
-      .select()
-      .from(apiKeys)
-      .where(and(eq(apiKeys.userId, user.id), eq(apiKeys.loginType, "token")))
-      .orderBy(desc(apiKeys.createdAt));
-    return c.json(rows.map(toApiKeyResponse), 200);
-  })
+  .post(
+    "/users/:user/keys/tokens",
+    describeRoute({
+      operationId: "createApiToken",
+      summary: "Create a named API token",
+      description: '`lifetime` in seconds (default 7 days, capped by TOKEN_MAX_LIFETIME); `scopes` default `["all"]`.',
+      tags: ["API keys"],
+      access: "anyone",
+      pathParams: userPath,
+      responses: [{ status: 201, description: "The token; its secret is shown only here.", schema: GenerateAPIKeyResponse }],
+      errors: errors(
+        { 400: "Unknown scopes (`Invalid scopes.`), a lifetime above the maximum, or `Too many API tokens.` (TOKEN_MAX_PER_USER)." },
+        noPermission("create API keys for this user"),
+        { 403: "The scopes are wider than the creating credential's." },
+        USER_404,
+        { 409: "A token with that name already exists." },
+        RATE,
+      ),
+    }),
+    requireAuth,
+    jsonBody(createTokenBody),
+    async (c) => {
+      const body = c.req.valid("json");
+      const user = await resolveUser(c, c.req.param("user"));
+      assertCan(c, "create", { type: "api_key", ownerId: user.id });
+      const scopes = [...new Set(body.scopes ?? ["all"])].sort();
+      const unknown = scopes.filter((s) => !isKnownScope(s));
+      if (unknown.length > 0) {
+        throw badRequest("Invalid scopes.", { validations: unknown.map((s) => ({ field: "scopes", detail: `Unknown scope "${s}".` })) });
+      }
+      if (!withinScopes(c.var.auth.key.scopes, scopes)) {
+        throw forbidden("Forbidden.", "A token cannot be given scopes its creator's credential does not hold.");
+      }
+      const maxMs = c.var.config.TOKEN_MAX_LIFETIME;
+      // A token never outlives the API token that creates it: otherwise a token about to expire could mint a fresh
+      // 30-day one, and so on forever.
+      const creator = c.var.auth.key;
+      const notAfter = creator.loginType === "token" ? Date.parse(creator.expiresAt) : undefined;
+      const remainingMs = notAfter !== undefined ? notAfter - Date.now() : Number.POSITIVE_INFINITY;
+      const lifetimeMs = body.lifetime !== undefined ? body.lifetime * 1000 : Math.min(DEFAULT_TOKEN_LIFETIME_MS, maxMs, remainingMs);
+      if (lifetimeMs > maxMs) {
+        throw badRequest(`Lifetime must be at most ${Math.floor(maxMs / 1000)} seconds.`, {
+          validations: [{ field: "lifetime", detail: `The maximum token lifetime is ${Math.floor(maxMs / 1000)} seconds.` }],
+        });
+      }
+      if (lifetimeMs > remainingMs) {
+        const seconds = Math.max(0, Math.floor(remainingMs / 1000));
+        throw badRequest(`Lifetime must be at most ${seconds} seconds.`, {
+          validations: [{ field: "lifetime", detail: `A token cannot outlive the token that creates it (${seconds} seconds left).` }],
+        });
+      }
+      // Limited once the request is otherwise acceptable: the limit guards minting, and a refused request mints nothing.
+      await limitSensitive(c, "token-create", user.id);
+      const db = database(c.env.DB);
+      const cap = c.var.config.TOKEN_MAX_PER_USER;
+      const [held] = await db
+        .select({ n: count() })
+        .from(apiKeys)
+        .where(and(eq(apiKeys.userId, user.id), eq(apiKeys.loginType, "token")));
+      if ((held?.n ?? 0) >= cap) {
+        throw badRequest("Too many API tokens.", { detail: `A user may hold at most ${cap} API tokens (TOKEN_MAX_PER_USER): delete one first.` });
+      }
+      const key = await issueKey(db, { userId: user.id, loginType: "token", lifetimeMs, notAfter, scopes, tokenName: body.token_name });
+      try {
+        await db.batch([
+          key.insert,
+          auditInsert(db, c, {
+            action: "create",
+            resourceType: "api_key",
+            resourceId: key.row.id,
+            diff: { token_name: body.token_name, scopes, owner: user.id },
+          }),
+        ]);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw conflict(`A token with name "${body.token_name}" already exists.`);
+        throw error;
+      }
+      return c.json({ key: key.token }, 201);
+    },
+  )
+  .get(
+    "/users/:user/keys/tokens",
+    describeRoute({
+      operationId: "listApiTokens",
+      summary: "List a user's named API tokens, newest first",
+      tags: ["API keys"],
+      access: "anyone",
+      pathParams: userPath,
+      responses: [{ status: 200, description: "The tokens (never their secrets).", schema: z.array(APIKey) }],
+      errors: errors(noPermission("read this user's API keys"), USER_404),
+    }),
+    requireAuth,
+    async (c) => {
+      const user = await resolveUser(c, c.req.param("user"));
+      assertCan(c, "read", { type: "api_key", ownerId: user.id });
+      const db = database(c.env.DB);
+      const rows = await db
+        .select()
+        .from(apiKeys)
+        .where(and(eq(apiKeys.userId, user.id), eq(apiKeys.loginType, "token")))
+        .orderBy(desc(apiKeys.createdAt));
+      return c.json(rows.map(toApiKeyResponse), 200);
+    },
+  )
   // Login sessions (one per sign-in, any method): listed and ended apart from named tokens (docs/security.md, 7.4.5
   // and 7.5.2). Registered before `/keys/:id`; a key id is always 10 characters, so "sessions" is never one.
-  .get("/users/:user/keys/sessions", requireAuth, async (c) => {
-    const user = await resolveUser(c, c.req.param("user"));
-    assertCan(c, "read", { type: "api_key", ownerId: user.id });
-    const rows = await database(c.env.DB)
-      .select()
-      .from(apiKeys)
-      .where(and(eq(apiKeys.userId, user.id), ne(apiKeys.loginType, "token")))
-      .orderBy(desc(apiKeys.lastUsed), desc(apiKeys.createdAt));
-    const current = c.var.auth.key.id;
-    return c.json(rows.map((row) => ({ ...toApiKeyResponse(row), current: row.id === current })), 200);
-  })
-  .delete("/users/:user/keys/sessions", requireAuth, queryParams(endSessionsQuery), async (c) => {
-    const { except_current: exceptCurrent } = c.req.valid("query");
-    const user = await resolveUser(c, c.req.param("user"));
-    assertCan(c, "delete", { type: "api_key", ownerId: user.id });
-    const db = database(c.env.DB);
-    const current = c.var.auth.key.id;
-    const sessions = and(eq(apiKeys.userId, user.id), ne(apiKeys.loginType, "token"), exceptCurrent ? ne(apiKeys.id, current) : undefined);
-    const [ended] = await db.batch([
-      db.delete(apiKeys).where(sessions).returning({ id: apiKeys.id }),
-      auditInsert(db, c, { action: "end_sessions", resourceType: "user", resourceId: user.id, diff: { except_current: exceptCurrent } }),
-    ]);
-    const ids = ended.map((row) => row.id);
-    credentialsRevoked(c.env, c.executionCtx, user.id, ids);
-    if (ids.includes(current) && c.var.auth.source === "cookie") clearSessionCookie(c, c.var.config);
-    return c.body(null, 204);
-  })
-  .delete("/users/:user/keys/:id", requireAuth, async (c) => {
-    const user = await resolveUser(c, c.req.param("user"));
-    const id = c.req.param("id");
-    assertCan(c, "delete", { type: "api_key", ownerId: user.id });
-    const db = database(c.env.DB);
-    const existing = await db
-      .select({ id: apiKeys.id })
-      .from(apiKeys)
-      .where(and(eq(apiKeys.id, id), eq(apiKeys.userId, user.id)))
-      .limit(1);
-    if (existing.length === 0) throw notFound();
-    await db.batch([
-      db.delete(apiKeys).where(eq(apiKeys.id, id)),
-      auditInsert(db, c, { action: "delete", resourceType: "api_key", resourceId: id, diff: { owner: user.id } }),
-    ]);
-    credentialsRevoked(c.env, c.executionCtx, user.id, [id]);
-    return c.body(null, 204);
-  });
+  .get(
+    "/users/:user/keys/sessions",
+    describeRoute({
+      operationId: "listSessions",
+      summary: "List a user's login sessions, most recently used first",
+      description: "One per sign-in (password, OpenID Connect or GitHub); named API tokens are listed apart. `current` marks the calling session.",
+      tags: ["API keys"],
+      access: "anyone",
+      pathParams: userPath,
+      responses: [{ status: 200, description: "The sessions (never their secrets).", schema: z.array(APISession) }],
+      errors: errors(noPermission("read this user's API keys"), USER_404),
+    }),
+    requireAuth,
+    async (c) => {
+      const user = await resolveUser(c, c.req.param("user"));
+      assertCan(c, "read", { type: "api_key", ownerId: user.id });
+      const rows = await database(c.env.DB)
+        .select()
+        .from(apiKeys)
+        .where(and(eq(apiKeys.userId, user.id), ne(apiKeys.loginType, "token")))
+        .orderBy(desc(apiKeys.lastUsed), desc(apiKeys.createdAt));
+      const current = c.var.auth.key.id;
+      return c.json(
+        rows.map((row) => ({ ...toApiKeyResponse(row), current: row.id === current })),
+        200,
+      );
+    },
+  )
+  .delete(
+    "/users/:user/keys/sessions",
+    describeRoute({
+      operationId: "endSessions",
+      summary: "End all of a user's login sessions",
+      description:
+        "Signs the user out everywhere (named API tokens are kept) and closes their watch sockets. `except_current=true` keeps the calling session. The user themself, or an owner.",
+      tags: ["API keys"],
+      access: "anyone",
+      pathParams: userPath,
+      responses: [{ status: 204, description: NO_BODY }],
+      errors: errors(noPermission("delete this user's API keys"), USER_404),
+    }),
+    requireAuth,
+    queryParams(endSessionsQuery),
+    async (c) => {
+      const { except_current: exceptCurrent } = c.req.valid("query");
+      const user = await resolveUser(c, c.req.param("user"));
+      assertCan(c, "delete", { type: "api_key", ownerId: user.id });
+      const db = database(c.env.DB);
+      const current = c.var.auth.key.id;
+      const sessions = and(eq(apiKeys.userId, user.id), ne(apiKeys.loginType, "token"), exceptCurrent ? ne(apiKeys.id, current) : undefined);
+      const [ended] = await db.batch([
+        db.delete(apiKeys).where(sessions).returning({ id: apiKeys.id }),
+        auditInsert(db, c, { action: "end_sessions", resourceType: "user", resourceId: user.id, diff: { except_current: exceptCurrent } }),
+      ]);
+      const ids = ended.map((row) => row.id);
+      credentialsRevoked(c.env, c.executionCtx, user.id, ids);
+      if (ids.includes(current) && c.var.auth.source === "cookie") clearSessionCookie(c, c.var.config);
+      return c.body(null, 204);
+    },
+  )
+  .delete(
+    "/users/:user/keys/:id",
+    describeRoute({
+      operationId: "deleteApiKey",
+      summary: "Delete an API key or session of a user",
+      tags: ["API keys"],
+      access: "anyone",
+      pathParams: userKeyPath,
+      responses: [{ status: 204, description: NO_BODY }],
+      errors: errors(noPermission("delete this user's API keys"), USER_404, { 404: "The key is not one of this user's." }),
+    }),
+    requireAuth,
+    async (c) => {
+      const user = await resolveUser(c, c.req.param("user"));
+      const id = c.req.param("id");
+      assertCan(c, "delete", { type: "api_key", ownerId: user.id });
+      const db = database(c.env.DB);
+      const existing = await db
+        .select({ id: apiKeys.id })
+        .from(apiKeys)
+        .where(and(eq(apiKeys.id, id), eq(apiKeys.userId, user.id)))
+        .limit(1);
+      if (existing.length === 0) throw notFound();
+      await db.batch([
+        db.delete(apiKeys).where(eq(apiKeys.id, id)),
+        auditInsert(db, c, { action: "delete", resourceType: "api_key", resourceId: id, diff: { owner: user.id } }),
+      ]);
+      credentialsRevoked(c.env, c.executionCtx, user.id, [id]);
+      return c.body(null, 204);
+    },
+  );

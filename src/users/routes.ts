@@ -10,18 +10,14 @@ import { apiKeys, organizationMembers, organizations, userLinks, users, type Use
 import { ApiError, badRequest, conflict, forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
+import { describeRoute, errors, NO_BODY, noPermission, RATE, USER_404, type Errors } from "../openapi/describe";
+import { CreateFirstUserResponse, GetUsersResponse, ResponseBody, User } from "../openapi/responses";
 import { nowIso } from "../lib/crypto";
 import { credentialsRevoked, userChanged } from "../auth/revocation";
 import { notifyAccountEvent, sendPasswordChangedNotice } from "./events";
 import { resolveUser } from "./resolve";
 import { parseUserSearch, searchFilters } from "./search";
-import {
-  changePasswordBody,
-  createFirstUserBody,
-  createUserBody,
-  listUsersQuery,
-  updateRolesBody,
-} from "./schemas";
+import { changePasswordBody, createFirstUserBody, createUserBody, listUsersQuery, updateRolesBody, userPath } from "./schemas";
 import {
   DEFAULT_ORG_NAME,
   assertPasswordPolicy,
@@ -32,6 +28,9 @@ import {
   toUserResponse,
   userResponse,
 } from "./service";
+
+const OWNER_GUARD: Errors = { 403: "Only an owner may manage another owner." };
+const INVALID_PASSWORD: Errors = { 400: "The password fails the policy: `Invalid password.` with a `password` validation." };
 
 /** Only owners act on owners: a user-admin must not take over an owner's account by suspending or re-keying it. */
 function assertMayManage(c: Context<AppEnv>, target: UserRow) {
@@ -47,224 +46,393 @@ async function firstUserExists(d1: D1Database): Promise<boolean> {
 
 /** Accounts (SPEC §7): bootstrap, create/list/get/delete, roles, status and password. */
 export const userRoutes = new Hono<AppEnv>()
-  .get("/users/first", async (c) => {
-    if (await firstUserExists(c.env.DB)) return c.json({ message: "The initial user has already been created!" }, 200);
-    throw new ApiError(404, "The initial user has not been created!");
-  })
-  .post("/users/first", refuseCrossSite, jsonBody(createFirstUserBody), async (c) => {
-    const body = c.req.valid("json");
-    if (await firstUserExists(c.env.DB)) throw conflict("The initial user has already been created.");
-    assertPasswordPolicy(body.password, body);
-    const db = database(c.env.DB);
-    const now = nowIso();
-    const userId = crypto.randomUUID();
-    const organizationId = crypto.randomUUID();
-    const hashedPassword = await hashPassword(body.password);
-    try {
-      // The whole bootstrap commits at once. The default organization's unique name makes a racing second
-      // bootstrap fail as a whole, so there is never a second first owner.
-      await db.batch([
-        db.insert(users).values({
-          id: userId, email: body.email, username: body.username, name: body.name ?? "", hashedPassword,
-          loginType: "password", roles: ["owner"], createdAt: now, updatedAt: now,
-        }),
-        db.insert(organizations).values({
-          id: organizationId, name: DEFAULT_ORG_NAME, displayName: "Default", isDefault: true, createdAt: now, updatedAt: now,
-        }),
-        db.insert(organizationMembers).values({ userId, organizationId, roles: [], createdAt: now, updatedAt: now }),
-        auditInsert(db, c, { userId, action: "create_first_user", resourceType: "user", resourceId: userId, diff: { username: body.username } }),
-      ]);
-    } catch (error) {
-      if (isUniqueViolation(error)) {
-        throw conflict("The initial user has already been created.");
+  .get(
+    "/users/first",
+    describeRoute({
+      operationId: "checkFirstUser",
+      summary: "Whether the first user (the initial owner) exists",
+      tags: ["Users"],
+      responses: [{ status: 200, description: "`The initial user has already been created!`", schema: ResponseBody }],
+      errors: { 404: "No user exists yet: `The initial user has not been created!`" },
+    }),
+    async (c) => {
+      if (await firstUserExists(c.env.DB)) return c.json({ message: "The initial user has already been created!" }, 200);
+      throw new ApiError(404, "The initial user has not been created!");
+    },
+  )
+  .post(
+    "/users/first",
+    describeRoute({
+      operationId: "createFirstUser",
+      summary: "Bootstrap the first owner and the default organization",
+      tags: ["Users"],
+      responses: [{ status: 201, description: "Created.", schema: CreateFirstUserResponse }],
+      errors: errors(INVALID_PASSWORD, { 409: "The initial user has already been created." }),
+    }),
+    refuseCrossSite,
+    jsonBody(createFirstUserBody),
+    async (c) => {
+      const body = c.req.valid("json");
+      if (await firstUserExists(c.env.DB)) throw conflict("The initial user has already been created.");
+      assertPasswordPolicy(body.password, body);
+      const db = database(c.env.DB);
+      const now = nowIso();
+      const userId = crypto.randomUUID();
+      const organizationId = crypto.randomUUID();
+      const hashedPassword = await hashPassword(body.password);
+      try {
+        // The whole bootstrap commits at once. The default organization's unique name makes a racing second
+        // bootstrap fail as a whole, so there is never a second first owner.
+        await db.batch([
+          db.insert(users).values({
+            id: userId,
+            email: body.email,
+            username: body.username,
+            name: body.name ?? "",
+            hashedPassword,
+            loginType: "password",
+            roles: ["owner"],
+            createdAt: now,
+            updatedAt: now,
+          }),
+          db.insert(organizations).values({
+            id: organizationId,
+            name: DEFAULT_ORG_NAME,
+            displayName: "Default",
+            isDefault: true,
+            createdAt: now,
+            updatedAt: now,
+          }),
+          db.insert(organizationMembers).values({ userId, organizationId, roles: [], createdAt: now, updatedAt: now }),
+          auditInsert(db, c, { userId, action: "create_first_user", resourceType: "user", resourceId: userId, diff: { username: body.username } }),
+        ]);
+      } catch (error) {
+        if (isUniqueViolation(error)) {
+          throw conflict("The initial user has already been created.");
+        }
+        throw error;
       }
-      throw error;
-    }
-    return c.json({ user_id: userId, organization_id: organizationId }, 201);
-  })
-  .post("/users", requireAuth, jsonBody(createUserBody), async (c) => {
-    const body = c.req.valid("json");
-    assertCan(c, "create", { type: "user" });
-    const serviceAccount = body.service_account ?? false;
-    const loginType = body.login_type ?? (serviceAccount ? "none" : "password");
-    const email = body.email ?? "";
-    if (body.password) assertPasswordPolicy(body.password, { email, username: body.username, name: body.name ?? "" });
-    const db = database(c.env.DB);
-    await assertUnique(db, email, body.username);
-    const now = nowIso();
-    const row: UserRow = {
-      id: crypto.randomUUID(),
-      email,
-      username: body.username,
-      name: body.name ?? "",
-      hashedPassword: body.password ? await hashPassword(body.password) : null,
-      loginType,
-      status: body.user_status ?? "active",
-      roles: [],
-      isSystem: serviceAccount,
-      deleted: false,
-      createdAt: now,
-      updatedAt: now,
-      lastSeenAt: null,
-    };
-    const organizationId = await defaultOrganizationId(db);
-    try {
-      await db.batch([
-        db.insert(users).values(row),
-        db.insert(organizationMembers).values({ userId: row.id, organizationId, roles: [], createdAt: now, updatedAt: now }),
-        auditInsert(db, c, {
-          action: "create", resourceType: "user", resourceId: row.id,
-          diff: { username: row.username, email: row.email, login_type: loginType, service_account: serviceAccount },
-        }),
+      return c.json({ user_id: userId, organization_id: organizationId }, 201);
+    },
+  )
+  .post(
+    "/users",
+    describeRoute({
+      operationId: "createUser",
+      summary: "Create a user (or a service account)",
+      tags: ["Users"],
+      access: "user-admin",
+      responses: [{ status: 201, description: "The new user.", schema: User }],
+      errors: errors(INVALID_PASSWORD, noPermission("create users"), { 409: "A user with that e-mail or username already exists." }),
+    }),
+    requireAuth,
+    jsonBody(createUserBody),
+    async (c) => {
+      const body = c.req.valid("json");
+      assertCan(c, "create", { type: "user" });
+      const serviceAccount = body.service_account ?? false;
+      const loginType = body.login_type ?? (serviceAccount ? "none" : "password");
+      const email = body.email ?? "";
+      if (body.password) assertPasswordPolicy(body.password, { email, username: body.username, name: body.name ?? "" });
+      const db = database(c.env.DB);
+      await assertUnique(db, email, body.username);
+      const now = nowIso();
+      const row: UserRow = {
+        id: crypto.randomUUID(),
+        email,
+        username: body.username,
+        name: body.name ?? "",
+        hashedPassword: body.password ? await hashPassword(body.password) : null,
+        loginType,
+        status: body.user_status ?? "active",
+        roles: [],
+        isSystem: serviceAccount,
+        deleted: false,
+        createdAt: now,
+        updatedAt: now,
+        lastSeenAt: null,
+      };
+      const organizationId = await defaultOrganizationId(db);
+      try {
+        await db.batch([
+          db.insert(users).values(row),
+          db.insert(organizationMembers).values({ userId: row.id, organizationId, roles: [], createdAt: now, updatedAt: now }),
+          auditInsert(db, c, {
+            action: "create",
+            resourceType: "user",
+            resourceId: row.id,
+            diff: { username: row.username, email: row.email, login_type: loginType, service_account: serviceAccount },
+          }),
+        ]);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw conflict("User with that email or username already exists.");
+        throw error;
+      }
+      notifyAccountEvent(c, "created", row);
+      return c.json(toUserResponse(row, [organizationId]), 201);
+    },
+  )
+  .get(
+    "/users",
+    describeRoute({
+      operationId: "listUsers",
+      summary: "List users, by username, searchable",
+      description: "A caller without site-wide read on users sees only itself.",
+      tags: ["Users"],
+      access: "anyone",
+      paramDocs: {
+        q: 'Coder\'s search syntax: space-separated `status:active`, `role:owner`, `login_type:oidc` (commas list several values) and free text (or `search:"…"`), matched case-insensitively in the username, name or e-mail. An unknown key or value → 400 `Invalid user search query.`',
+      },
+      responses: [{ status: 200, description: "One page and the total count.", schema: GetUsersResponse }],
+    }),
+    requireAuth,
+    queryParams(listUsersQuery),
+    async (c) => {
+      const { q, status, limit, offset } = c.req.valid("query");
+      // Even a member's list of itself is a read of users: a narrowed token needs the scope.
+      assertScope(c, "user", "read");
+      const db = database(c.env.DB);
+      const filters: SQL[] = [eq(users.deleted, false)];
+      // Without site-wide read a caller lists only what it may read: itself.
+      if (!can(c, "read", { type: "user" })) filters.push(eq(users.id, c.var.auth.user.id));
+      if (status) filters.push(eq(users.status, status));
+      if (q) {
+        const parsed = parseUserSearch(q);
+        if (!parsed.ok) throw badRequest("Invalid user search query.", { validations: parsed.problems.map((detail) => ({ field: "q", detail })) });
+        filters.push(...searchFilters(parsed.search));
+      }
+      const where = and(...filters);
+      const [page, total] = await db.batch([
+        db
+          .select()
+          .from(users)
+          .where(where)
+          .orderBy(asc(sql`lower(${users.username})`))
+          .limit(limit)
+          .offset(offset),
+        db.select({ n: count() }).from(users).where(where),
       ]);
-    } catch (error) {
-      if (isUniqueViolation(error)) throw conflict("User with that email or username already exists.");
-      throw error;
-    }
-    notifyAccountEvent(c, "created", row);
-    return c.json(toUserResponse(row, [organizationId]), 201);
-  })
-  .get("/users", requireAuth, queryParams(listUsersQuery), async (c) => {
-    const { q, status, limit, offset } = c.req.valid("query");
-    // Even a member's list of itself is a read of users: a narrowed token needs the scope.
-    assertScope(c, "user", "read");
-    const db = database(c.env.DB);
-    const filters: SQL[] = [eq(users.deleted, false)];
-    // Without site-wide read a caller lists only what it may read: itself.
-    if (!can(c, "read", { type: "user" })) filters.push(eq(users.id, c.var.auth.user.id));
-    if (status) filters.push(eq(users.status, status));
-    if (q) {
-      const parsed = parseUserSearch(q);
-      if (!parsed.ok) throw badRequest("Invalid user search query.", { validations: parsed.problems.map((detail) => ({ field: "q", detail })) });
-      filters.push(...searchFilters(parsed.search));
-    }
-    const where = and(...filters);
-    const [page, total] = await db.batch([
-      db.select().from(users).where(where).orderBy(asc(sql`lower(${users.username})`)).limit(limit).offset(offset),
-      db.select({ n: count() }).from(users).where(where),
-    ]);
-    const orgs = await organizationIdsOf(db, page.map((u) => u.id));
-    return c.json({ users: page.map((u) => toUserResponse(u, orgs.get(u.id) ?? [])), count: total[0]?.n ?? 0 }, 200);
-  })
-  .get("/users/:user", requireAuth, async (c) => {
-    const auth = c.var.auth;
-    if (c.req.param("user") === "me") {
-      // The hot path of every dashboard: answered from what authentication already loaded, no D1 query.
-      assertCan(c, "read", { type: "user", ownerId: auth.user.id });
-      return c.json(toUserResponse(auth.user, Object.keys(auth.orgRoles)), 200);
-    }
-    const user = await resolveUser(c, c.req.param("user"));
-    assertCan(c, "read", { type: "user", ownerId: user.id });
-    return c.json(await userResponse(database(c.env.DB), user), 200);
-  })
-  .delete("/users/:user", requireAuth, async (c) => {
-    const user = await resolveUser(c, c.req.param("user"));
-    assertCan(c, "delete", { type: "user", ownerId: user.id });
-    if (user.id === c.var.auth.user.id) throw forbidden("You cannot delete yourself!");
-    assertMayManage(c, user);
-    const db = database(c.env.DB);
-    // Soft delete: the row stays for the audit trail; every key dies with the account.
-    await db.batch([
-      db.update(users).set({ deleted: true, updatedAt: nowIso() }).where(eq(users.id, user.id)),
-      db.delete(apiKeys).where(eq(apiKeys.userId, user.id)),
-      db.delete(organizationMembers).where(eq(organizationMembers.userId, user.id)),
-      // Its external identities are free again: the same person may sign up or be linked anew.
-      db.delete(userLinks).where(eq(userLinks.userId, user.id)),
-      auditInsert(db, c, { action: "delete", resourceType: "user", resourceId: user.id, diff: { username: user.username } }),
-    ]);
-    credentialsRevoked(c.env, c.executionCtx, user.id);
-    notifyAccountEvent(c, "deleted", user);
-    return c.json({ message: "User has been deleted!" }, 200);
-  })
-  .put("/users/:user/roles", requireAuth, jsonBody(updateRolesBody), async (c) => {
-    const { roles } = c.req.valid("json");
-    const user = await resolveUser(c, c.req.param("user"));
-    if (user.id === c.var.auth.user.id) throw badRequest("You cannot change your own roles.");
-    // Checked before looking at what changes: a request that changes nothing is still a role change the caller must
-    // be allowed to make (docs/authorization.md), and then it writes nothing.
-    assertCan(c, "assign", { type: "assign_role" }, "You cannot change roles.");
-    if (user.roles.includes("owner") && !c.var.auth.subject.siteRoles.includes("owner")) {
-      throw forbidden("Forbidden.", "Only an owner can change an owner's roles.");
-    }
-    const wanted = [...new Set(roles)].sort();
-    const added = wanted.filter((r) => !user.roles.includes(r));
-    const removed = user.roles.filter((r) => !wanted.includes(r));
-    const db = database(c.env.DB);
-    if (added.length === 0 && removed.length === 0) return c.json(await userResponse(db, user), 200);
-    for (const role of added) assertCan(c, "assign", { type: "assign_role" }, `You cannot assign the role "${role}".`);
-    for (const role of removed) assertCan(c, "unassign", { type: "assign_role" }, `You cannot unassign the role "${role}".`);
-    // SPEC §5: only an owner grants (or takes away) site roles other than member.
-    if ((added.length > 0 || removed.length > 0) && !c.var.auth.subject.siteRoles.includes("owner")) {
-      throw forbidden("Forbidden.", "Only an owner can grant or remove site roles other than member.");
-    }
-    const updatedAt = nowIso();
-    await db.batch([
-      db.update(users).set({ roles: wanted, updatedAt }).where(eq(users.id, user.id)),
-      auditInsert(db, c, { action: "update_roles", resourceType: "user", resourceId: user.id, diff: { roles: { old: user.roles, new: wanted } } }),
-    ]);
-    userChanged(user.id);
-    return c.json(await userResponse(db, { ...user, roles: wanted, updatedAt }), 200);
-  })
-  .put("/users/:user/status/:status{suspend|activate}", requireAuth, async (c) => {
-    const action = c.req.param("status");
-    const user = await resolveUser(c, c.req.param("user"));
-    assertCan(c, "update", { type: "user", ownerId: user.id });
-    if (user.id === c.var.auth.user.id) throw badRequest(`You cannot ${action} yourself.`);
-    assertMayManage(c, user);
-    const status = action === "suspend" ? "suspended" : "active";
-    const db = database(c.env.DB);
-    const updatedAt = nowIso();
-    await db.batch([
-      db.update(users).set({ status, updatedAt }).where(eq(users.id, user.id)),
-      // Suspension ends every session and token, as deletion does: activating the account later brings none back.
-      ...(status === "suspended" ? [db.delete(apiKeys).where(eq(apiKeys.userId, user.id))] : []),
-      auditInsert(db, c, { action, resourceType: "user", resourceId: user.id, diff: { status: { old: user.status, new: status } } }),
-    ]);
-    if (status === "suspended") credentialsRevoked(c.env, c.executionCtx, user.id);
-    else userChanged(user.id);
-    if (user.status !== status) notifyAccountEvent(c, action === "suspend" ? "suspended" : "activated", user);
-    return c.json(await userResponse(db, { ...user, status, updatedAt }), 200);
-  })
-  .put("/users/:user/password", requireAuth, jsonBody(changePasswordBody), async (c) => {
-    const body = c.req.valid("json");
-    const user = await resolveUser(c, c.req.param("user"));
-    const self = user.id === c.var.auth.user.id;
-    if (self) assertCan(c, "update_personal", { type: "user", ownerId: user.id });
-    else {
-      assertCan(c, "update", { type: "user", ownerId: user.id });
+      const orgs = await organizationIdsOf(
+        db,
+        page.map((u) => u.id),
+      );
+      return c.json({ users: page.map((u) => toUserResponse(u, orgs.get(u.id) ?? [])), count: total[0]?.n ?? 0 }, 200);
+    },
+  )
+  .get(
+    "/users/:user",
+    describeRoute({
+      operationId: "getUser",
+      summary: "Get a user",
+      tags: ["Users"],
+      access: "anyone",
+      pathParams: userPath,
+      responses: [{ status: 200, description: "The user.", schema: User }],
+      errors: errors(noPermission("read this user"), USER_404),
+    }),
+    requireAuth,
+    async (c) => {
+      const auth = c.var.auth;
+      if (c.req.param("user") === "me") {
+        // The hot path of every dashboard: answered from what authentication already loaded, no D1 query.
+        assertCan(c, "read", { type: "user", ownerId: auth.user.id });
+        return c.json(toUserResponse(auth.user, Object.keys(auth.orgRoles)), 200);
+      }
+      const user = await resolveUser(c, c.req.param("user"));
+      assertCan(c, "read", { type: "user", ownerId: user.id });
+      return c.json(await userResponse(database(c.env.DB), user), 200);
+    },
+  )
+  .delete(
+    "/users/:user",
+    describeRoute({
+      operationId: "deleteUser",
+      summary: "Delete a user (soft delete; every key dies with it)",
+      tags: ["Users"],
+      access: "user-admin",
+      pathParams: userPath,
+      responses: [{ status: 200, description: "`User has been deleted!`", schema: ResponseBody }],
+      errors: errors(noPermission("delete this user"), { 403: "`You cannot delete yourself!`" }, OWNER_GUARD, USER_404),
+    }),
+    requireAuth,
+    async (c) => {
+      const user = await resolveUser(c, c.req.param("user"));
+      assertCan(c, "delete", { type: "user", ownerId: user.id });
+      if (user.id === c.var.auth.user.id) throw forbidden("You cannot delete yourself!");
       assertMayManage(c, user);
-      // Setting someone's password is taking over their account: a user-admin may do it for members only, never
-      // for another admin or an auditor, whose roles it could then use.
-      if (user.roles.length > 0 && !c.var.auth.subject.siteRoles.includes("owner")) {
-        throw forbidden("Forbidden.", "Only an owner can set the password of a user with a site role.");
+      const db = database(c.env.DB);
+      // Soft delete: the row stays for the audit trail; every key dies with the account.
+      await db.batch([
+        db.update(users).set({ deleted: true, updatedAt: nowIso() }).where(eq(users.id, user.id)),
+        db.delete(apiKeys).where(eq(apiKeys.userId, user.id)),
+        db.delete(organizationMembers).where(eq(organizationMembers.userId, user.id)),
+        // Its external identities are free again: the same person may sign up or be linked anew.
+        db.delete(userLinks).where(eq(userLinks.userId, user.id)),
+        auditInsert(db, c, { action: "delete", resourceType: "user", resourceId: user.id, diff: { username: user.username } }),
+      ]);
+      credentialsRevoked(c.env, c.executionCtx, user.id);
+      notifyAccountEvent(c, "deleted", user);
+      return c.json({ message: "User has been deleted!" }, 200);
+    },
+  )
+  .put(
+    "/users/:user/roles",
+    describeRoute({
+      operationId: "updateUserRoles",
+      summary: "Replace a user's site roles",
+      tags: ["Users"],
+      access: "owner",
+      pathParams: userPath,
+      responses: [{ status: 200, description: "The user with its new roles.", schema: User }],
+      errors: errors(
+        { 400: "`You cannot change your own roles.`" },
+        { 403: "The caller may not assign or unassign a role, or is not an owner granting site roles." },
+        USER_404,
+      ),
+    }),
+    requireAuth,
+    jsonBody(updateRolesBody),
+    async (c) => {
+      const { roles } = c.req.valid("json");
+      const user = await resolveUser(c, c.req.param("user"));
+      if (user.id === c.var.auth.user.id) throw badRequest("You cannot change your own roles.");
+      // Checked before looking at what changes: a request that changes nothing is still a role change the caller must
+      // be allowed to make (docs/authorization.md), and then it writes nothing.
+      assertCan(c, "assign", { type: "assign_role" }, "You cannot change roles.");
+      if (user.roles.includes("owner") && !c.var.auth.subject.siteRoles.includes("owner")) {
+        throw forbidden("Forbidden.", "Only an owner can change an owner's roles.");
       }
-    }
-    if (user.loginType !== "password") throw badRequest("Only password users can change their password.");
-    // Your own password needs the old one; an administrator resetting someone else's does not (Coder's rule). The
-    // old password is a password check: limited, or a stolen session could guess it without end.
-    if (self) {
-      const incorrect = () => badRequest("Old password is incorrect.", { validations: [{ field: "old_password", detail: "Old password is incorrect." }], event: "authentication_failed" });
-      // No old password means nothing to check: answered before the limit, which guards the hash work.
-      if (!body.old_password) throw incorrect();
-      await limitSensitive(c, "password-change");
-      if (!(await verifyPassword(user.hashedPassword, body.old_password)).valid) throw incorrect();
-    }
-    assertPasswordPolicy(body.password, user);
-    if ((await verifyPassword(user.hashedPassword, body.password)).valid) {
-      throw badRequest("New password cannot match old password.");
-    }
-    const db = database(c.env.DB);
-    const hashedPassword = await hashPassword(body.password);
-    // Other sessions end with the old password; the caller's own session (if self) survives.
-    const keepKey = self ? c.var.auth.key.id : "";
-    const revoked = (await db.select({ id: apiKeys.id }).from(apiKeys).where(and(eq(apiKeys.userId, user.id), sql`${apiKeys.id} <> ${keepKey}`))).map((k) => k.id);
-    await db.batch([
-      db.update(users).set({ hashedPassword, updatedAt: nowIso() }).where(eq(users.id, user.id)),
-      db.delete(apiKeys).where(and(eq(apiKeys.userId, user.id), sql`${apiKeys.id} <> ${keepKey}`)),
-      auditInsert(db, c, { action: "change_password", resourceType: "user", resourceId: user.id }),
-    ]);
-    credentialsRevoked(c.env, c.executionCtx, user.id, self ? revoked : undefined);
-    await sendPasswordChangedNotice(c.env, c.executionCtx, user.id, c.var.auth.user.id);
-    return c.body(null, 204);
-  });
-
+      const wanted = [...new Set(roles)].sort();
+      const added = wanted.filter((r) => !user.roles.includes(r));
+      const removed = user.roles.filter((r) => !wanted.includes(r));
+      const db = database(c.env.DB);
+      if (added.length === 0 && removed.length === 0) return c.json(await userResponse(db, user), 200);
+      for (const role of added) assertCan(c, "assign", { type: "assign_role" }, `You cannot assign the role "${role}".`);
+      for (const role of removed) assertCan(c, "unassign", { type: "assign_role" }, `You cannot unassign the role "${role}".`);
+      // SPEC §5: only an owner grants (or takes away) site roles other than member.
+      if ((added.length > 0 || removed.length > 0) && !c.var.auth.subject.siteRoles.includes("owner")) {
+        throw forbidden("Forbidden.", "Only an owner can grant or remove site roles other than member.");
+      }
+      const updatedAt = nowIso();
+      await db.batch([
+        db.update(users).set({ roles: wanted, updatedAt }).where(eq(users.id, user.id)),
+        auditInsert(db, c, { action: "update_roles", resourceType: "user", resourceId: user.id, diff: { roles: { old: user.roles, new: wanted } } }),
+      ]);
+      userChanged(user.id);
+      return c.json(await userResponse(db, { ...user, roles: wanted, updatedAt }), 200);
+    },
+  )
+  .put(
+    "/users/:user/status/:status{suspend|activate}",
+    describeRoute({
+      operationId: "updateUserStatus",
+      summary: "Suspend or activate a user",
+      alternatives: {
+        suspend: { operationId: "suspendUser", summary: "Suspend a user" },
+        activate: { operationId: "activateUser", summary: "Activate a suspended user" },
+      },
+      description:
+        "One route, `PUT /users/{user}/status/{suspend|activate}`, documented as its two literal paths. Suspending ends the user's sign-ins (its keys answer 401).",
+      tags: ["Users"],
+      access: "user-admin",
+      pathParams: userPath,
+      responses: [{ status: 200, description: "The user after the change.", schema: User }],
+      errors: errors({ 400: "The caller tried to change its own status." }, noPermission("update this user"), OWNER_GUARD, USER_404),
+    }),
+    requireAuth,
+    async (c) => {
+      const action = c.req.param("status");
+      const user = await resolveUser(c, c.req.param("user"));
+      assertCan(c, "update", { type: "user", ownerId: user.id });
+      if (user.id === c.var.auth.user.id) throw badRequest(`You cannot ${action} yourself.`);
+      assertMayManage(c, user);
+      const status = action === "suspend" ? "suspended" : "active";
+      const db = database(c.env.DB);
+      const updatedAt = nowIso();
+      await db.batch([
+        db.update(users).set({ status, updatedAt }).where(eq(users.id, user.id)),
+        // Suspension ends every session and token, as deletion does: activating the account later brings none back.
+        ...(status === "suspended" ? [db.delete(apiKeys).where(eq(apiKeys.userId, user.id))] : []),
+        auditInsert(db, c, { action, resourceType: "user", resourceId: user.id, diff: { status: { old: user.status, new: status } } }),
+      ]);
+      if (status === "suspended") credentialsRevoked(c.env, c.executionCtx, user.id);
+      else userChanged(user.id);
+      if (user.status !== status) notifyAccountEvent(c, action === "suspend" ? "suspended" : "activated", user);
+      return c.json(await userResponse(db, { ...user, status, updatedAt }), 200);
+    },
+  )
+  .put(
+    "/users/:user/password",
+    describeRoute({
+      operationId: "updateUserPassword",
+      summary: "Change a user's password",
+      description:
+        "Your own password needs `old_password`; an administrator resetting someone else's does not. Every other session of the user is revoked.",
+      tags: ["Users"],
+      access: "anyone",
+      pathParams: userPath,
+      responses: [{ status: 204, description: NO_BODY }],
+      errors: errors(
+        {
+          400: "`Only password users can change their password.`, `Old password is incorrect.`, `Invalid password.` (policy), or `New password cannot match old password.`",
+        },
+        noPermission("update this user's password"),
+        OWNER_GUARD,
+        USER_404,
+        RATE,
+      ),
+    }),
+    requireAuth,
+    jsonBody(changePasswordBody),
+    async (c) => {
+      const body = c.req.valid("json");
+      const user = await resolveUser(c, c.req.param("user"));
+      const self = user.id === c.var.auth.user.id;
+      if (self) assertCan(c, "update_personal", { type: "user", ownerId: user.id });
+      else {
+        assertCan(c, "update", { type: "user", ownerId: user.id });
+        assertMayManage(c, user);
+        // Setting someone's password is taking over their account: a user-admin may do it for members only, never
+        // for another admin or an auditor, whose roles it could then use.
+        if (user.roles.length > 0 && !c.var.auth.subject.siteRoles.includes("owner")) {
+          throw forbidden("Forbidden.", "Only an owner can set the password of a user with a site role.");
+        }
+      }
+      if (user.loginType !== "password") throw badRequest("Only password users can change their password.");
+      // Your own password needs the old one; an administrator resetting someone else's does not (Coder's rule). The
+      // old password is a password check: limited, or a stolen session could guess it without end.
+      if (self) {
+        const incorrect = () =>
+          badRequest("Old password is incorrect.", {
+            validations: [{ field: "old_password", detail: "Old password is incorrect." }],
+            event: "authentication_failed",
+          });
+        // No old password means nothing to check: answered before the limit, which guards the hash work.
+        if (!body.old_password) throw incorrect();
+        await limitSensitive(c, "password-change");
+        if (!(await verifyPassword(user.hashedPassword, body.old_password)).valid) throw incorrect();
+      }
+      assertPasswordPolicy(body.password, user);
+      if ((await verifyPassword(user.hashedPassword, body.password)).valid) {
+        throw badRequest("New password cannot match old password.");
+      }
+      const db = database(c.env.DB);
+      const hashedPassword = await hashPassword(body.password);
+      // Other sessions end with the old password; the caller's own session (if self) survives.
+      const keepKey = self ? c.var.auth.key.id : "";
+      const revoked = (
+        await db
+          .select({ id: apiKeys.id })
+          .from(apiKeys)
+          .where(and(eq(apiKeys.userId, user.id), sql`${apiKeys.id} <> ${keepKey}`))
+      ).map((k) => k.id);
+      await db.batch([
+        db.update(users).set({ hashedPassword, updatedAt: nowIso() }).where(eq(users.id, user.id)),
+        db.delete(apiKeys).where(and(eq(apiKeys.userId, user.id), sql`${apiKeys.id} <> ${keepKey}`)),
+        auditInsert(db, c, { action: "change_password", resourceType: "user", resourceId: user.id }),
+      ]);
+      credentialsRevoked(c.env, c.executionCtx, user.id, self ? revoked : undefined);
+      await sendPasswordChangedNotice(c.env, c.executionCtx, user.id, c.var.auth.user.id);
+      return c.body(null, 204);
+    },
+  );

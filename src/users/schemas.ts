@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { ASSIGNABLE_SITE_ROLES } from "../authz/roles";
+import { TOKEN_LIFETIME_CEILING_MS } from "../config/schema";
+import { described, named } from "../openapi/registry";
 
 /** Coder's username rule: 1–32 of [a-zA-Z0-9-], no leading/trailing or double hyphen. */
 export const username = z
@@ -13,39 +15,63 @@ export const email = z.email().max(320);
 export const password = z.string().max(1024);
 const displayName = z.string().max(128);
 
-export const createFirstUserBody = z.object({
-  email,
-  username,
-  name: displayName.optional(),
-  password: password.min(1),
-});
-
-export const createUserBody = z
-  .object({
-    email: email.optional(),
+export const createFirstUserBody = named(
+  "CreateFirstUserRequest",
+  z.object({
+    email,
     username,
     name: displayName.optional(),
-    password: password.optional(),
-    login_type: z.enum(["password", "oidc", "github", "none"]).optional(),
-    /** Service accounts (system users): no password sign-in, no custom notifications. */
-    service_account: z.boolean().optional(),
-    user_status: z.enum(["active", "suspended"]).optional(),
-  })
-  .superRefine((body, ctx) => {
-    const loginType = body.login_type ?? (body.service_account ? "none" : "password");
-    if (body.service_account && loginType !== "none") {
-      ctx.addIssue({ code: "custom", path: ["login_type"], message: 'Service accounts must use login type "none".' });
-    }
-    if (loginType === "password" && !body.password) {
-      ctx.addIssue({ code: "custom", path: ["password"], message: "A password is required for password login." });
-    }
-    if (loginType !== "password" && body.password) {
-      ctx.addIssue({ code: "custom", path: ["password"], message: `Users of login type "${loginType}" cannot have a password.` });
-    }
-    if (!body.service_account && !body.email) {
-      ctx.addIssue({ code: "custom", path: ["email"], message: "An e-mail address is required." });
-    }
-  });
+    password: password.min(1),
+  }),
+);
+
+export const createUserBody = named(
+  "CreateUserRequest",
+  z
+    .object({
+      email: email.optional(),
+      username,
+      name: displayName.optional(),
+      password: password.optional(),
+      login_type: z.enum(["password", "oidc", "github", "none"]).optional(),
+      /** Service accounts (system users): no password sign-in, no custom notifications. */
+      service_account: z.boolean().optional(),
+      user_status: z.enum(["active", "suspended"]).optional(),
+    })
+    .superRefine((body, ctx) => {
+      const loginType = body.login_type ?? (body.service_account ? "none" : "password");
+      if (body.service_account && loginType !== "none") {
+        ctx.addIssue({ code: "custom", path: ["login_type"], message: 'Service accounts must use login type "none".' });
+      }
+      if (loginType === "password" && !body.password) {
+        ctx.addIssue({ code: "custom", path: ["password"], message: "A password is required for password login." });
+      }
+      if (loginType !== "password" && body.password) {
+        ctx.addIssue({ code: "custom", path: ["password"], message: `Users of login type "${loginType}" cannot have a password.` });
+      }
+      if (!body.service_account && !body.email) {
+        ctx.addIssue({ code: "custom", path: ["email"], message: "An e-mail address is required." });
+      }
+    }),
+  "A user: a password user (the default) needs `email` and `password`; an `oidc`, `github` or `none` user needs `email` and no password; a service account (`service_account: true`) has login type `none`, no password, and an optional e-mail.",
+  {
+    // The superRefine above, as JSON Schema: exactly the bodies it accepts.
+    anyOf: [
+      {
+        required: ["email", "password"],
+        properties: { login_type: { const: "password" }, service_account: { const: false } },
+      },
+      {
+        required: ["email", "login_type"],
+        properties: { login_type: { enum: ["oidc", "github", "none"] }, service_account: { const: false }, password: false },
+      },
+      {
+        required: ["service_account"],
+        properties: { service_account: { const: true }, login_type: { const: "none" }, password: false },
+      },
+    ],
+  },
+);
 
 export const listUsersQuery = z.strictObject({
   q: z.string().max(256).optional(),
@@ -54,25 +80,38 @@ export const listUsersQuery = z.strictObject({
   offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
 });
 
-export const updateRolesBody = z.object({
-  roles: z.array(z.enum(ASSIGNABLE_SITE_ROLES.concat() as [string, ...string[]])).max(10),
-});
+export const updateRolesBody = named(
+  "UpdateRolesRequest",
+  z.object({
+    roles: z.array(z.enum(ASSIGNABLE_SITE_ROLES.concat() as [string, ...string[]])).max(10),
+  }),
+);
 
-export const changePasswordBody = z.object({
-  old_password: password.optional(),
-  password: password.min(1),
-});
+export const changePasswordBody = named(
+  "UpdateUserPasswordRequest",
+  z.object({
+    old_password: password.optional(),
+    password: password.min(1),
+  }),
+);
 
-export const createTokenBody = z.object({
-  token_name: z
-    .string()
-    .min(1)
-    .max(64)
-    .regex(/^[a-zA-Z0-9][a-zA-Z0-9 _.-]*$/, "must start with a letter or digit and use letters, digits, space, _ . -"),
-  /** Seconds; defaults to 7 days, capped by TOKEN_MAX_LIFETIME. */
-  lifetime: z.number().int().positive().optional(),
-  scopes: z.array(z.string().max(64)).min(1).max(100).optional(),
-});
+const TOKEN_LIFETIME_CEILING_SECONDS = TOKEN_LIFETIME_CEILING_MS / 1000;
+
+export const createTokenBody = named(
+  "CreateTokenRequest",
+  z.object({
+    token_name: z
+      .string()
+      .min(1)
+      .max(64)
+      .regex(/^[a-zA-Z0-9][a-zA-Z0-9 _.-]*$/, "must start with a letter or digit and use letters, digits, space, _ . -"),
+    lifetime: described(
+      "Seconds; defaults to 7 days. This deployment's TOKEN_MAX_LIFETIME (default 2,592,000 = 30 days; never above the maximum here) caps it: above it → 400 `Lifetime must be at most N seconds.`",
+      z.number().int().positive().max(TOKEN_LIFETIME_CEILING_SECONDS),
+    ).optional(),
+    scopes: z.array(z.string().max(64)).min(1).max(100).optional(),
+  }),
+);
 
 /** `DELETE /users/{user}/keys/sessions`: `except_current=true` keeps the calling session ("sign out other devices"). */
 export const endSessionsQuery = z.strictObject({
@@ -80,4 +119,15 @@ export const endSessionsQuery = z.strictObject({
     .enum(["true", "false"])
     .default("false")
     .transform((v) => v === "true"),
+});
+
+const userParam = described("A user ID (UUID), a username (case-insensitive), or `me` (the caller).", z.string());
+
+/** `{user}`, for the document: routes resolve it with `resolveUser`, which answers 404 for what the caller may not see. */
+export const userPath = z.object({ user: userParam });
+
+/** `{user}` and an API key `{id}`, for the document. */
+export const userKeyPath = z.object({
+  user: userParam,
+  id: described("The API key id: the public 10-character half of the token.", z.string()),
 });

@@ -1,0 +1,58 @@
+/**
+ * The OpenAPI document, from the outside: the real Worker serves it, it is committed as `docs/openapi.json` so that
+ * every change to the interface shows in review (a snapshot: `npx vitest run --config vitest.node.config.ts -u`
+ * rewrites it), and Redocly's recommended rules find no error in it (docs/api.md, "The OpenAPI document").
+ */
+import { createConfig, lintFromString } from "@redocly/openapi-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startHerald } from "./harness";
+
+let herald: Awaited<ReturnType<typeof startHerald>>;
+let text = "";
+
+beforeAll(async () => {
+  herald = await startHerald();
+  const res = await fetch(new URL("/api/v2/openapi.json", herald.url));
+  expect(res.status).toBe(200);
+  text = await res.text();
+});
+
+afterAll(async () => {
+  await herald?.server.close();
+});
+
+/**
+ * Warnings of the recommended rules that are deliberate, by rule, each with why (docs/api.md lists them too).
+ * Anything else — and every error — fails.
+ */
+const DELIBERATE_WARNINGS: Record<string, { why: string; where: RegExp }> = {
+  // The test's ACCESS_URL is the local one; a deployment's document names its own https URL.
+  "no-server-example.com": { why: "the local run's ACCESS_URL", where: /^#\/servers\/0\/url$/ },
+  // Routes that read no input and need no credential cannot fail with a 4xx; neither can a CORS preflight.
+  "operation-4xx-response": {
+    why: "no input, no credential",
+    where: /^#\/paths\/(~1healthz|~1|~1api~1v2~1openapi\.json|~1api~1v2~1auth~1scopes|~1api~1v2~1users~1authmethods)\/(get|head)\/responses$|\/options\/responses$/,
+  },
+  // The provider callbacks answer 302 (a browser redirect) and the watch 101 (a WebSocket upgrade), never 2xx.
+  "operation-2xx-response": {
+    why: "redirects and the WebSocket upgrade",
+    where: /^#\/paths\/(~1api~1v2~1users~1oidc~1callback|~1api~1v2~1users~1oauth2~1github~1callback|~1api~1v2~1notifications~1inbox~1watch)\/(get|head)\/responses$/,
+  },
+};
+
+describe("the OpenAPI document", () => {
+  it("is committed as docs/openapi.json (a change to it shows in review)", async () => {
+    const pretty = `${JSON.stringify(JSON.parse(text), null, 2)}\n`;
+    await expect(pretty).toMatchFileSnapshot("../../docs/openapi.json");
+  });
+
+  it("passes Redocly's recommended rules with no error and only the deliberate warnings", async () => {
+    const config = await createConfig({ extends: ["recommended"] });
+    const problems = await lintFromString({ source: text, absoluteRef: "openapi.json", config });
+    const described = problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} (${p.location[0]?.pointer ?? ""})`);
+    expect(problems.filter((p) => p.severity === "error").map((p) => `${p.ruleId}: ${p.message} (${p.location[0]?.pointer ?? ""})`)).toEqual([]);
+    const deliberate = (ruleId: string, pointer: string) => DELIBERATE_WARNINGS[ruleId]?.where.test(pointer) ?? false;
+    const unexpected = problems.filter((p) => p.severity !== "error" && !deliberate(p.ruleId, p.location[0]?.pointer ?? ""));
+    expect(unexpected.map((p) => `${p.ruleId}: ${p.message} (${p.location[0]?.pointer ?? ""})`), described.join("\n")).toEqual([]);
+  });
+});
