@@ -33,7 +33,9 @@ const verbatim: Escape = (value) => value;
 
 /**
  * The logic-less renderer: placeholders are substituted, nothing else is evaluated (no loops, no functions), so a
- * template can never run code or reach data it was not given. Unknown placeholders become "".
+ * template can never run code or reach data it was not given: only a label or datum the sender gave is read (own
+ * keys, so `{{.Labels.constructor}}` is empty, not Object's constructor), and a missing one becomes "". A
+ * placeholder that is not one of these is left as written.
  */
 export function fill(template: string, ctx: RenderContext, escape: Escape): string {
   return template.replace(PLACEHOLDER, (_, name: string, label?: string, datum?: string) => {
@@ -41,9 +43,9 @@ export function fill(template: string, ctx: RenderContext, escape: Escape): stri
     if (name === ".UserName") return escape(ctx.user.name || ctx.user.username);
     if (name === ".UserUsername") return escape(ctx.user.username);
     if (name === ".UserEmail") return escape(ctx.user.email);
-    if (label !== undefined) return escape(ctx.labels[label] ?? "");
+    if (label !== undefined) return escape(Object.hasOwn(ctx.labels, label) ? (ctx.labels[label] ?? "") : "");
     if (datum !== undefined) {
-      const value = ctx.data[datum];
+      const value = Object.hasOwn(ctx.data, datum) ? ctx.data[datum] : undefined;
       return escape(value === undefined || value === null ? "" : typeof value === "string" ? value : JSON.stringify(value));
     }
     return "";
