@@ -142,7 +142,7 @@ export async function interleavedSamples(client, requests, { samples, warmup = 5
  */
 export async function watchLatency({ base, client, token, samples, timeoutMs = 5_000, maxSeconds = 60 }) {
   const wsUrl = `${base.replace(/^http/, "ws")}/api/v2/notifications/inbox/watch`;
-  // The browser way: the token travels as a subprotocol, only "herald.v1" is echoed (README, watch socket).
+  // The browser way: the token travels as a subprotocol, only "herald.v1" is echoed (docs/api.md, Watching the inbox).
   const ws = new WebSocket(wsUrl, ["herald.v1", `herald.token.${token}`]);
   await new Promise((resolve, reject) => {
     ws.addEventListener("open", resolve, { once: true });
