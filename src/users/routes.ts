@@ -280,8 +280,10 @@ export const userRoutes = new Hono<AppEnv>()
     describeRoute({
       operationId: "updateUserRoles",
       summary: "Replace a user's site roles",
+      description:
+        "Needs the permission to assign roles (owners and user-admins); only an owner grants or removes site roles other than member, so a user-admin's request succeeds only when it changes nothing.",
       tags: ["Users"],
-      access: "owner",
+      access: "user-admin",
       pathParams: userPath,
       responses: [{ status: 200, description: "The user with its new roles.", schema: User }],
       errors: errors(
