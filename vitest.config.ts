@@ -20,7 +20,7 @@ export default defineConfig(async () => {
             NOTIFICATIONS_WEBHOOK_URL: `http://127.0.0.1:${inject("peerPort")}/webhook`,
             // The peers' control API (test/peers.ts), on the webhook receiver's port.
             PEER_URL: `http://127.0.0.1:${inject("peerPort")}`,
-            // Plain http is fine for the OAuth peers: both are loopback addresses; test/oauth-peers.ts scripts who signs in.
+            // Plain http is fine for the OAuth peers: both are loopback addresses; test/external/oauth-peers.ts scripts who signs in.
             OIDC_ISSUER_URL: inject("oidcIssuer"),
             GITHUB_WEB_URL: inject("githubWebUrl"),
             GITHUB_API_URL: inject("githubApiUrl"),
@@ -35,7 +35,7 @@ export default defineConfig(async () => {
       setupFiles: ["./test/setup.ts"],
       // Starts the SMTP, webhook, OpenID Provider and GitHub peers in Node before any workerd test runs.
       globalSetup: ["./test/peers/global-setup.ts"],
-      // The security log (src/http/security-log.ts) writes a line per refusal, thousands in a run: test/conventions.test.ts
+      // The security log (src/http/security-log.ts) writes a line per refusal, thousands in a run: test/http/conventions.test.ts
       // asserts them, the console stays readable.
       onConsoleLog: (log: string) => !log.startsWith('{"herald":"security"'),
       testTimeout: 30_000,

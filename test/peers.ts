@@ -54,11 +54,6 @@ async function control(method: "GET" | "POST", path: string, body?: unknown): Pr
   return res;
 }
 
-/** Clears recorded emails and webhook calls, and any scripted webhook responses. */
-export async function resetPeers(): Promise<void> {
-  await (await control("POST", "/control/reset")).body?.cancel();
-}
-
 /** Every email the SMTP peer accepted since the last reset, oldest first. */
 export async function emails(): Promise<ReceivedEmail[]> {
   const recorded = await (await control("GET", "/control/emails")).json<RecordedEmail[]>();
@@ -143,7 +138,7 @@ function parseJson(text: string): unknown {
 export type { LabProfile };
 
 /** A message a lab server accepted, as it saw it, plus the parsed content. */
-export interface LabMessage extends LabEmail {
+interface LabMessage extends LabEmail {
   parsed: ReceivedEmail;
 }
 

@@ -3,7 +3,7 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Config } from "../config/config";
 
 /** SPEC §2: `service_session_token`, with the `__Host-` prefix (and `Secure`) when served over https. */
-export function sessionCookieName(config: Config): string {
+function sessionCookieName(config: Config): string {
   return config.secure ? "__Host-service_session_token" : "service_session_token";
 }
 

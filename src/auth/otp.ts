@@ -5,7 +5,7 @@ import { oneTimePasscodes } from "../db/schema";
 import { hmacHex, nowIso, timingSafeEqualText } from "../lib/crypto";
 
 /** Wrong tries a code survives; the fifth wrong one burns it (SPEC §3 A5). */
-export const MAX_OTP_ATTEMPTS = 5;
+const MAX_OTP_ATTEMPTS = 5;
 
 /** Bound to the user, so a code is worthless for any other account. */
 export function codeHmac(config: Config, userId: string, code: string): Promise<string> {

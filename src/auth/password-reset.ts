@@ -21,8 +21,8 @@ import { hashPassword, verifyPassword } from "./passwords/hash";
 import { limitPerAccount, limitPerIp } from "./rate-limit";
 import { refuseCrossSite } from "./session";
 
-export const requestPasscodeBody = named("RequestOneTimePasscodeRequest", z.object({ email: z.email().max(320) }));
-export const changePasswordWithPasscodeBody = named(
+const requestPasscodeBody = named("RequestOneTimePasscodeRequest", z.object({ email: z.email().max(320) }));
+const changePasswordWithPasscodeBody = named(
   "ChangePasswordWithOneTimePasscodeRequest",
   z.object({
     email: z.email().max(320),
@@ -114,7 +114,7 @@ export const passwordResetRoutes = new Hono<AppEnv>()
           await new Promise((resolve) => setTimeout(resolve, 0));
           const db = database(c.env.DB);
           const user = await findLiveUserByEmail(db, email);
-          if (!user || user.loginType !== "password" || user.isSystem) return;
+          if (user?.loginType !== "password" || user.isSystem) return;
           if (!(await claimPasscodeMail(db, user.id, Date.now()))) return;
           const code = await issuePasscode(db, c.var.config, user.id);
           await enqueueNotification(c.env, c.executionCtx, {

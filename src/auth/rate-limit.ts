@@ -6,7 +6,7 @@ import type { AppEnv } from "../http/types";
  * Limits of the Rate Limiting bindings in wrangler.toml. The binding only answers allowed/denied, so the numbers
  * for the 429 message live here; keep both in step.
  */
-export const LOGIN_LIMITS = {
+const LOGIN_LIMITS = {
   perIp: { limit: 20, periodSeconds: 60 },
   perAccountAndClient: { limit: 10, periodSeconds: 60 },
   perAccount: { limit: 100, periodSeconds: 60 },
@@ -14,7 +14,7 @@ export const LOGIN_LIMITS = {
 } as const;
 
 /** Throws SPEC §1's 429 once `key` has used its budget on `limiter`. */
-export async function enforceRateLimit(
+async function enforceRateLimit(
   limiter: RateLimit,
   key: string,
   budget: { limit: number; periodSeconds: number },

@@ -21,7 +21,7 @@ import { credentialsRevoked } from "./revocation";
 import { presentedSession, refuseCrossSite, requireAuth } from "./session";
 
 export const loginBody = named("LoginWithPasswordRequest", z.object({ email: z.email().max(320), password: z.string().max(1024) }));
-export const validatePasswordBody = named("ValidateUserPasswordRequest", z.object({ password: z.string().max(4096) }));
+const validatePasswordBody = named("ValidateUserPasswordRequest", z.object({ password: z.string().max(4096) }));
 
 /** Sign-in and session endpoints: A3, A6, logout, and the public list of sign-in methods. */
 export const authRoutes = new Hono<AppEnv>()

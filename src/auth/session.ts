@@ -12,13 +12,13 @@ import { readSessionCookie } from "./cookies";
 import { cachedKey, rememberKey, type CachedKey } from "./key-cache";
 import { hashTokenSecret, parseToken } from "./tokens";
 
-export const SESSION_HEADER = "Service-Session-Token";
+const SESSION_HEADER = "Service-Session-Token";
 /** `last_used` (and a session's sliding expiry) is written at most this often per key: no D1 write per request. */
-export const LAST_USED_INTERVAL_MS = 60 * 60 * 1000;
+const LAST_USED_INTERVAL_MS = 60 * 60 * 1000;
 
-export type CredentialSource = "header" | "bearer" | "protocol" | "cookie";
+type CredentialSource = "header" | "bearer" | "protocol" | "cookie";
 
-export type AuthUser = Omit<UserRow, "hashedPassword">;
+type AuthUser = Omit<UserRow, "hashedPassword">;
 
 export interface AuthContext {
   user: AuthUser;
@@ -52,7 +52,7 @@ export function offeredProtocols(c: Context): string[] {
  * SPEC §2 lookup order: the header, then a bearer Authorization header, then (WebSocket upgrades only) the token
  * subprotocol, then the browser cookie. An explicit token wins over the ambient cookie.
  */
-export function extractCredential(c: Context, config: Config): Credential | undefined {
+function extractCredential(c: Context, config: Config): Credential | undefined {
   const header = c.req.header(SESSION_HEADER);
   if (header) return { token: header.trim(), source: "header" };
   const authorization = c.req.header("Authorization");
@@ -87,7 +87,7 @@ async function loadKey(db: Database, keyId: string) {
   return { key, user, orgRoles };
 }
 
-export function subjectFor(user: AuthUser, orgRoles: Record<string, string[]>, scopes: readonly string[]): Subject {
+function subjectFor(user: AuthUser, orgRoles: Record<string, string[]>, scopes: readonly string[]): Subject {
   return { id: user.id, siteRoles: user.roles, orgRoles, scopes, isSystem: user.isSystem };
 }
 
@@ -177,7 +177,7 @@ export async function presentedSession(c: Context<AppEnv>, db: Database): Promis
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /** Origins a cookie-authenticated state change may come from: the service itself plus CORS_ALLOWED_ORIGINS. */
-export function isAllowedOrigin(c: Context<AppEnv>, origin: string): boolean {
+function isAllowedOrigin(c: Context<AppEnv>, origin: string): boolean {
   const config = c.var.config;
   return origin === config.origin || origin === new URL(c.req.url).origin || config.CORS_ALLOWED_ORIGINS.includes(origin);
 }

@@ -13,9 +13,9 @@ import { EXTERNAL_SCOPES, isAction, isResourceType } from "./catalog";
 import { authorize, type AuthzObject } from "./evaluate";
 import { loadPlacements } from "./resources";
 
-export const MAX_CHECKS = 100;
+const MAX_CHECKS = 100;
 
-export const authorizationObject = named(
+const authorizationObject = named(
   "AuthorizationObject",
   z.object({
     resource_type: z.string().min(1).max(64),
@@ -26,9 +26,9 @@ export const authorizationObject = named(
   }),
 );
 
-export const authorizationCheck = named("AuthorizationCheck", z.object({ action: z.string().min(1).max(64), object: authorizationObject }));
+const authorizationCheck = named("AuthorizationCheck", z.object({ action: z.string().min(1).max(64), object: authorizationObject }));
 
-export const authorizationRequest = named(
+const authorizationRequest = named(
   "AuthorizationRequest",
   z.object({
     checks: z

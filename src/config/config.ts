@@ -3,7 +3,7 @@ import type { Env } from "../env";
 import { parseMailbox, type Mailbox } from "../notifications/email/address";
 import { configSchema } from "./schema";
 
-export { CONFIG_KEYS, type ConfigKey } from "./schema";
+export { CONFIG_KEYS,  } from "./schema";
 
 export type Config = z.output<typeof configSchema> & {
   /** Origin of ACCESS_URL, e.g. "https://herald.example.com". */

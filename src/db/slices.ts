@@ -3,7 +3,7 @@
  * (up to 100 authcheck resources, 200 preference keys, a page of 100 users) is queried in slices well under that,
  * leaving room for the statement's other parameters.
  */
-export const MAX_IDS_PER_STATEMENT = 90;
+const MAX_IDS_PER_STATEMENT = 90;
 
 export function inSlices<T>(items: readonly T[], size = MAX_IDS_PER_STATEMENT): T[][] {
   const slices: T[][] = [];

@@ -163,7 +163,7 @@ export async function completeConversion(
   if (used.length === 0) throw new ApiError(400, "The login conversion has expired or was already used: start it again.");
 
   const user = (await db.select().from(users).where(and(eq(users.id, merge.userId), eq(users.deleted, false))))[0];
-  if (!user || user.loginType !== "password") throw new ApiError(400, "User account must have password based authentication.");
+  if (user?.loginType !== "password") throw new ApiError(400, "User account must have password based authentication.");
   // Fix (issue 5 tests): a user suspended after starting A7 must not have the login changed and a session issued.
   if (user.status === "suspended") throw new ApiError(401, LoginMessages.suspended);
   if (identity.email.toLowerCase() !== user.email.toLowerCase()) {

@@ -29,7 +29,7 @@ import { oidcProvider } from "./oidc";
 import type { ExternalLoginType, ExternalProvider, FlowChecks } from "./provider";
 
 const FLOW_TTL_MS = 10 * 60 * 1000;
-export const CONVERSION_TTL_MS = 5 * 60 * 1000;
+const CONVERSION_TTL_MS = 5 * 60 * 1000;
 const PROVIDERS: Record<ExternalLoginType, ExternalProvider> = { oidc: oidcProvider, github: githubProvider };
 
 interface FlowState extends FlowChecks {
@@ -150,7 +150,7 @@ function callback(provider: ExternalProvider) {
   };
 }
 
-export const convertLoginBody = named("ConvertLoginRequest", z.object({ password: z.string().max(1024), to_type: z.string().max(64) }));
+const convertLoginBody = named("ConvertLoginRequest", z.object({ password: z.string().max(1024), to_type: z.string().max(64) }));
 
 /** The callbacks read their query by hand (they are browser redirects, never validated as a whole): documentation only. */
 const callbackQuery = z.object({

@@ -14,7 +14,7 @@ export interface InboxNotification {
   created_at: string;
 }
 
-export type ReadStatus = "all" | "read" | "unread";
+type ReadStatus = "all" | "read" | "unread";
 export type WatchFormat = "markdown" | "plaintext";
 
 /** N3/N5 filters, already validated by the Worker. */

@@ -11,13 +11,13 @@ import { listInboxQuery, notificationIdParam, readStatusBody, watchInboxQuery } 
 import { WATCH_HEADER, type WatchAttachment } from "./watch";
 
 /** N3's body (interface: ListInboxNotificationsResponse). */
-export interface ListInboxResponse {
+interface ListInboxResponse {
   notifications: InboxNotification[];
   unread_count: number;
 }
 
 /** The caller's own inbox object: every inbox route is one round trip to it after authentication. */
-export function inboxOf(c: Context<AppEnv>, userId: string = c.var.auth.user.id) {
+function inboxOf(c: Context<AppEnv>, userId: string = c.var.auth.user.id) {
   return c.env.USER_INBOX.get(c.env.USER_INBOX.idFromName(userId));
 }
 

@@ -3,8 +3,8 @@ import { named } from "../openapi/registry";
 import { uuid } from "../http/ids";
 
 /** Filters are kept in each watch socket's attachment (2 KiB at most), which bounds how many ids a filter holds. */
-export const MAX_FILTER_IDS = 16;
-export const DEFAULT_PAGE_SIZE = 25;
+const MAX_FILTER_IDS = 16;
+const DEFAULT_PAGE_SIZE = 25;
 
 /** A comma-separated list of UUIDs (`targets`, `templates`), one validation naming the first bad entry. */
 const uuidList = z

@@ -19,13 +19,13 @@ export interface WatchAttachment {
  * - 4008: the client fell behind (its send buffer passed MAX_BUFFERED_BYTES). Nothing is dropped silently: the
  *   client reconnects and lists the inbox with N3 to catch up.
  */
-export const CLOSE_FELL_BEHIND = 4008;
+const CLOSE_FELL_BEHIND = 4008;
 /**
  * - 4401: the credential that opened the socket stopped working (logout, token deleted, password reset or change,
  *   suspension, deletion, login conversion) or expired. Clients must not reconnect with the same token.
  */
 export const CLOSE_SESSION_ENDED = 4401;
-export const MAX_BUFFERED_BYTES = 1024 * 1024;
+const MAX_BUFFERED_BYTES = 1024 * 1024;
 
 /** N5's frame: exactly the interface's GetInboxNotificationResponse, title and content rendered per `format`. */
 export function watchFrame(notification: InboxNotification, unreadCount: number, format: WatchFormat): string {

@@ -8,7 +8,7 @@ import { dispatchMessage, kickMessages } from "./dispatch";
 import { readPaused } from "./settings";
 
 export const DEAD_LETTER_QUEUE = "herald-notifications-dlq";
-export const PURGE_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
+const PURGE_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
 /**
  * The cron leaves fresh messages to the normal path (direct send, queue, scheduled retry) and only picks up
  * stragglers. Re-driving a message that is also still queued is harmless: the lease lets only one send happen.
@@ -79,7 +79,7 @@ export async function redrive(env: Env, minAgeMs: number, at = Date.now()): Prom
 }
 
 /** Finished messages (sent, failed for good, inhibited) are kept 7 days for the admin view, then purged. */
-export async function purgeFinished(env: Env): Promise<void> {
+async function purgeFinished(env: Env): Promise<void> {
   await database(env.DB)
     .delete(notificationMessages)
     .where(

@@ -17,15 +17,15 @@ const CHANNELS: Record<DispatchMethod, Channel> = { smtp: sendEmail, webhook: se
  * How long one send may take: inside the queue consumer's 15-minute wall-clock limit, and long enough for RFC 5321's
  * 10-minute wait for the final reply to DATA (docs/email.md).
  */
-export const SEND_BUDGET_MS = 13 * 60_000;
+const SEND_BUDGET_MS = 13 * 60_000;
 /** A lease outlives any send, so the cron re-drives a message only when the worker that held it is gone. */
-export const LEASE_MS = 15 * 60_000;
+const LEASE_MS = 15 * 60_000;
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
 
 export type DispatchOutcome = "sent" | "retry" | "failed" | "skipped";
 
 /** Exponential backoff with jitter: attempt n waits between half and all of base·2^(n-1), capped at an hour. */
-export function backoffMs(config: Config, attempts: number): number {
+function backoffMs(config: Config, attempts: number): number {
   const ceiling = Math.min(MAX_BACKOFF_MS, config.NOTIFICATIONS_RETRY_BASE * 2 ** Math.min(30, Math.max(0, attempts - 1)));
   return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
 }

@@ -22,7 +22,7 @@ export interface EnqueueRequest {
 }
 
 /** Version of the payload shape (Coder's `types.MessagePayload`). */
-export const PAYLOAD_VERSION = "1.2";
+const PAYLOAD_VERSION = "1.2";
 
 /**
  * The one way any producer sends a notification (SPEC §6): one durable message per method — the template's (or

@@ -37,16 +37,16 @@ const verbatim: Escape = (value) => value;
  * keys, so `{{.Labels.constructor}}` is empty, not Object's constructor), and a missing one becomes "". A
  * placeholder that is not one of these is left as written.
  */
-export function fill(template: string, ctx: RenderContext, escape: Escape): string {
+export function fill(template: string, ctx: RenderContext, escapeValue: Escape): string {
   return template.replace(PLACEHOLDER, (_, name: string, label?: string, datum?: string) => {
     if (name === "base_url") return ctx.baseUrl.replace(/\/$/, "");
-    if (name === ".UserName") return escape(ctx.user.name || ctx.user.username);
-    if (name === ".UserUsername") return escape(ctx.user.username);
-    if (name === ".UserEmail") return escape(ctx.user.email);
-    if (label !== undefined) return escape(Object.hasOwn(ctx.labels, label) ? (ctx.labels[label] ?? "") : "");
+    if (name === ".UserName") return escapeValue(ctx.user.name || ctx.user.username);
+    if (name === ".UserUsername") return escapeValue(ctx.user.username);
+    if (name === ".UserEmail") return escapeValue(ctx.user.email);
+    if (label !== undefined) return escapeValue(Object.hasOwn(ctx.labels, label) ? (ctx.labels[label] ?? "") : "");
     if (datum !== undefined) {
       const value = Object.hasOwn(ctx.data, datum) ? ctx.data[datum] : undefined;
-      return escape(value === undefined || value === null ? "" : typeof value === "string" ? value : JSON.stringify(value));
+      return escapeValue(value === undefined || value === null ? "" : typeof value === "string" ? value : JSON.stringify(value));
     }
     return "";
   });
@@ -69,9 +69,9 @@ export function parseActions(json: string): { label: string; url: string }[] {
  * message are the sender's own Markdown (SPEC §6); action URLs get URL-encoded values.
  */
 export function renderTemplate(template: TemplateRow, ctx: RenderContext): RenderedNotification {
-  const escape = template.kind === "custom" ? verbatim : escapeMarkdown;
-  const titleMarkdown = fill(template.titleTemplate, ctx, escape).trim();
-  const bodyMarkdown = fill(template.bodyTemplate, ctx, escape).trim();
+  const escapeLabel = template.kind === "custom" ? verbatim : escapeMarkdown;
+  const titleMarkdown = fill(template.titleTemplate, ctx, escapeLabel).trim();
+  const bodyMarkdown = fill(template.bodyTemplate, ctx, escapeLabel).trim();
   const actions = parseActions(template.actions).map((a) => ({
     label: fill(a.label, ctx, verbatim),
     url: fill(a.url, ctx, encodeURIComponent),

@@ -3,8 +3,8 @@ import { named } from "../openapi/registry";
 import { DISPATCH_METHODS, MESSAGE_STATUSES } from "../db/schema";
 import { uuid } from "../http/ids";
 
-export const CUSTOM_TITLE_MAX = 120;
-export const CUSTOM_MESSAGE_MAX = 2000;
+const CUSTOM_TITLE_MAX = 120;
+const CUSTOM_MESSAGE_MAX = 2000;
 
 /**
  * N1: at least one of title/message non-empty after trimming; lengths 120 / 2000. The title becomes an e-mail Subject,

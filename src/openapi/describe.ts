@@ -10,7 +10,7 @@ import type { HeaderObject } from "./types";
  * it. Nothing about a route is written twice.
  */
 
-export type Tag =
+type Tag =
   | "Meta"
   | "Authorization"
   | "Sign-in"
@@ -21,7 +21,7 @@ export type Tag =
   | "Notifications"
   | "Notification preferences";
 
-export type SuccessStatus = 101 | 200 | 201 | 204 | 302 | 304;
+type SuccessStatus = 101 | 200 | 201 | 204 | 302 | 304;
 export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500 | 502;
 /** Documented error statuses of a route, each with the conditions that produce it. */
 export type Errors = Partial<Record<ErrorStatus, string>>;
@@ -44,7 +44,7 @@ export interface SuccessResponse {
  * - `owner`: owners only.
  * Public routes (no `requireAuth`) need none.
  */
-export type Access = "anyone" | "reader" | "user-admin" | "owner";
+type Access = "anyone" | "reader" | "user-admin" | "owner";
 
 export interface RouteDoc {
   operationId: string;

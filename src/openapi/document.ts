@@ -26,7 +26,7 @@ import type {
 } from "./types";
 
 /** How every zod schema becomes JSON Schema; the test converts `loginBody` with the same options. */
-export const JSON_SCHEMA_OPTIONS = { target: "draft-2020-12", io: "input", unrepresentable: "any" } as const;
+const JSON_SCHEMA_OPTIONS = { target: "draft-2020-12", io: "input", unrepresentable: "any" } as const;
 
 const SCHEMA_REF = "#/components/schemas/";
 const ERROR_SCHEMA: JsonSchema = { $ref: `${SCHEMA_REF}Response` };
@@ -290,7 +290,8 @@ export function buildOpenApiDocument(routes: readonly RouterRoute[], options: Do
   for (const op of operations) {
     if (ids.has(op.operationId)) throw new Error(`Duplicate operationId ${op.operationId}`);
     ids.add(op.operationId);
-    const item = (paths[op.path] ??= {});
+    const item = paths[op.path] ?? {};
+    paths[op.path] = item;
     if (item[op.method]) throw new Error(`Duplicate operation ${op.method.toUpperCase()} ${op.path}`);
     item[op.method] = operationObject(op, converted);
   }

@@ -15,7 +15,7 @@ const timestamp = described("RFC 3339 UTC timestamp with milliseconds.", z.iso.d
 const uuid = z.uuid();
 const count = z.number().int().min(0);
 
-export const ValidationError = named(
+const ValidationError = named(
   "ValidationError",
   z.strictObject({ field: described("JSON path of the bad field, e.g. `content.title`.", z.string()), detail: z.string() }),
 );
@@ -76,7 +76,7 @@ export const NotificationMethodsResponse = named(
   z.strictObject({ available: z.array(z.string()), default: z.enum(["smtp", "webhook"]) }),
 );
 
-export const InboxNotification = named(
+const InboxNotification = named(
   "InboxNotification",
   z.strictObject({
     id: uuid,
@@ -100,13 +100,13 @@ export const ListInboxNotificationsResponse = named(
   }),
 );
 
-export const GetInboxNotificationResponse = named(
+const GetInboxNotificationResponse = named(
   "GetInboxNotificationResponse",
   z.strictObject({ notification: InboxNotification, unread_count: count }),
   "One frame of the inbox watch: a newly delivered notification and the current unread count.",
 );
 
-export const InboxReadStateFrame = named(
+const InboxReadStateFrame = named(
   "InboxReadStateFrame",
   z.strictObject({
     read_state: z.union([
@@ -150,7 +150,7 @@ export const NotificationPreference = named(
   z.strictObject({ id: described("A template id.", uuid), disabled: z.boolean(), updated_at: timestamp }),
 );
 
-export const NotificationMessage = named(
+const NotificationMessage = named(
   "NotificationMessage",
   z.strictObject({
     id: uuid,
@@ -175,7 +175,7 @@ export const ListNotificationMessagesResponse = named(
   z.strictObject({ messages: z.array(NotificationMessage), count }),
 );
 
-export const Role = named("Role", z.strictObject({ name: z.string(), display_name: z.string() }));
+const Role = named("Role", z.strictObject({ name: z.string(), display_name: z.string() }));
 
 export const User = named(
   "User",
@@ -237,10 +237,12 @@ export const OpenApiDocumentSchema = z.looseObject({
 // every value the code can produce fits the documented type.
 type SameKeys<A, B> = [Exclude<keyof A, keyof B>, Exclude<keyof B, keyof A>] extends [never, never] ? true : false;
 type Fits<Code, Doc> = [Code] extends [Doc] ? (SameKeys<Code, Doc> extends true ? true : false) : false;
+/** @public A compile-time check: it fails to type-check when a documented schema drifts from the code. */
 export type ResponseChecks = [
   Fits<UserResponse, z.output<typeof User>>,
   Fits<InboxNotificationType, z.output<typeof InboxNotification>>,
   Fits<ReturnType<typeof toTemplateResponse>, z.output<typeof NotificationTemplate>>,
   Fits<PolicyResult, z.output<typeof ValidateUserPasswordResponse>>,
 ];
+/** @public */
 export const responseChecks: ResponseChecks = [true, true, true, true];

@@ -8,7 +8,7 @@ export interface Reference {
   $ref: string;
 }
 
-export interface MediaTypeObject {
+interface MediaTypeObject {
   schema: JsonSchema;
 }
 
@@ -32,7 +32,7 @@ export interface ParameterObject {
   schema: JsonSchema;
 }
 
-export interface RequestBodyObject {
+interface RequestBodyObject {
   required: true;
   description?: string;
   content: { "application/json": MediaTypeObject };
@@ -53,11 +53,11 @@ export interface OperationObject {
 
 export type PathItem = Partial<Record<HttpMethod | "head" | "options", OperationObject>>;
 
-export type SecurityScheme =
+type SecurityScheme =
   | { type: "apiKey"; in: "header" | "cookie"; name: string; description?: string }
   | { type: "http"; scheme: "bearer"; description?: string };
 
-export interface TagObject {
+interface TagObject {
   name: string;
   description?: string;
 }

@@ -4,15 +4,15 @@ import { TOKEN_LIFETIME_CEILING_MS } from "../config/schema";
 import { described, named } from "../openapi/registry";
 
 /** Coder's username rule: 1–32 of [a-zA-Z0-9-], no leading/trailing or double hyphen. */
-export const username = z
+const username = z
   .string()
   .min(1)
   .max(32)
   .regex(/^[a-zA-Z0-9]+(?:-[a-zA-Z0-9]+)*$/, "must be alphanumeric with single hyphens between characters");
 
-export const email = z.email().max(320);
+const email = z.email().max(320);
 /** Policy (length, common list, strength) is checked separately so its reason reads well; this bounds the input. */
-export const password = z.string().max(1024);
+const password = z.string().max(1024);
 const displayName = z.string().max(128);
 
 export const createFirstUserBody = named(

@@ -6,7 +6,7 @@ import { ASSIGNABLE_SITE_ROLES, ORG_ROLES, SITE_ROLES, isOrgRole, isSiteRole } f
 import { NASTY_STRINGS } from "../fixtures/arbitraries";
 
 // The RBAC evaluator of SPEC §5 (src/authz/evaluate.ts): site level, then organization, then ownership; a deny at a
-// level ends the walk; an API key's scopes intersect with its roles. test/authz.test.ts has the first examples; this
+// level ends the walk; an API key's scopes intersect with its roles. test/authz/authcheck.test.ts has the first examples; this
 // file goes through each role's table, unknown and hostile role names, and scope narrowing.
 
 const subject = (over: Partial<Subject> = {}): Subject => ({ id: "u1", siteRoles: [], orgRoles: {}, scopes: ["all"], isSystem: false, ...over });

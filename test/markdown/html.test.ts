@@ -6,7 +6,7 @@ import { NASTY_STRINGS } from "../fixtures/arbitraries";
 
 // The HTML part of every e-mail (src/markdown/html.ts) and the one link policy every renderer applies
 // (src/markdown/links.ts, docs/email.md): raw HTML is shown as text, only http/https/mailto become links, images
-// become links. test/email-content.test.ts covers the classic refused-link payloads; this file covers the rest.
+// become links. test/notifications/email-content.test.ts covers the classic refused-link payloads; this file covers the rest.
 
 /** Decodes what escapeHtml produces (numeric entities), to check it loses nothing. */
 const decode = (s: string) =>

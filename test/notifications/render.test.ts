@@ -89,8 +89,8 @@ describe("fill: placeholders", () => {
 
   it("one pass: a value that holds a placeholder is never expanded (docs/asvs.md 1.3.7)", () => {
     const c = ctx({ labels: { a: "{{.UserEmail}}", b: "{{.Labels.a}}" }, data: { d: "{{base_url}}" } });
-    for (const escape of [verbatim, encodeURIComponent]) {
-      const out = fill("{{.Labels.a}} {{.Labels.b}} {{.Data.d}}", c, escape);
+    for (const escapeFn of [verbatim, encodeURIComponent]) {
+      const out = fill("{{.Labels.a}} {{.Labels.b}} {{.Data.d}}", c, escapeFn);
       expect(out).not.toContain("ada@example.com");
       expect(out).not.toContain("herald.example.com");
     }
@@ -111,9 +111,9 @@ describe("fill: placeholders", () => {
   // Only keys the sender gave are read: Object.prototype's members are not labels (docs/api.md, Placeholders).
   it("a label or data key named like an Object.prototype member that was not given becomes empty", () => {
     for (const key of ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf"]) {
-      for (const escape of [verbatim, escapeMarkdown, encodeURIComponent]) {
-        expect(fill(`[{{.Labels.${key}}}]`, ctx(), escape), key).toBe("[]");
-        expect(fill(`[{{.Data.${key}}}]`, ctx(), escape), key).toBe("[]");
+      for (const escapeFn of [verbatim, escapeMarkdown, encodeURIComponent]) {
+        expect(fill(`[{{.Labels.${key}}}]`, ctx(), escapeFn), key).toBe("[]");
+        expect(fill(`[{{.Data.${key}}}]`, ctx(), escapeFn), key).toBe("[]");
       }
     }
   });

@@ -29,16 +29,16 @@ export interface GithubScriptedError {
   error_description?: string;
 }
 
-export const GITHUB_CLIENT_ID = "herald-gh";
-export const GITHUB_CLIENT_SECRET = "herald-gh-secret";
+const GITHUB_CLIENT_ID = "herald-gh";
+const GITHUB_CLIENT_SECRET = "herald-gh-secret";
 /**
  * The OAuth app's registered "Authorization callback URL". GitHub accepts a redirect_uri on the same host and port
  * whose path is this path or below it, so Herald's /api/v2/users/oauth2/github/callback (and any other callback path
  * it may pick under ACCESS_URL) passes.
  */
-export const GITHUB_CALLBACK_URL = `${process.env.HERALD_ACCESS_URL ?? "http://localhost:8787"}/`;
+const GITHUB_CALLBACK_URL = `${process.env.HERALD_ACCESS_URL ?? "http://localhost:8787"}/`;
 
-export const DEFAULT_GITHUB_ACCOUNT: GithubAccount = {
+const DEFAULT_GITHUB_ACCOUNT: GithubAccount = {
   id: 1_000_001,
   login: "gh-default-user",
   name: "GitHub Default User",
@@ -170,7 +170,7 @@ export class GithubPeer {
             : { status: 404, body: notFound(`${DOCS}/rest/users/emails#list-email-addresses-for-the-authenticated-user`) },
         );
       default:
-        return sendJson(res, 404, notFound(`${DOCS}/rest`));
+        { sendJson(res, 404, notFound(`${DOCS}/rest`)); return; }
     }
   }
 
@@ -256,22 +256,21 @@ export class GithubPeer {
     const basic = basicCredentials(req.headers.authorization);
     const clientId = params.get("client_id") ?? basic?.id;
     const clientSecret = params.get("client_secret") ?? basic?.secret;
-    if (clientId !== GITHUB_CLIENT_ID || clientSecret === undefined || !sameText(clientSecret, GITHUB_CLIENT_SECRET)) {
-      return answer(INCORRECT_CLIENT_CREDENTIALS);
+    if (clientId !== GITHUB_CLIENT_ID || clientSecret === undefined || !sameText(clientSecret, GITHUB_CLIENT_SECRET)) {answer(INCORRECT_CLIENT_CREDENTIALS); return; 
     }
 
     const code = params.get("code") ?? "";
     const issued = this.codes.get(code);
     // A code is good for one exchange, successful or not.
     this.codes.delete(code);
-    if (!issued || issued.clientId !== clientId || issued.expiresAt < Date.now()) return answer(BAD_VERIFICATION_CODE);
+    if (!issued || issued.clientId !== clientId || issued.expiresAt < Date.now()) { answer(BAD_VERIFICATION_CODE); return; }
     const redirectUri = params.get("redirect_uri");
-    if (redirectUri !== null && redirectUri !== issued.redirectUri) return answer(REDIRECT_URI_MISMATCH);
+    if (redirectUri !== null && redirectUri !== issued.redirectUri) { answer(REDIRECT_URI_MISMATCH); return; }
     if (issued.codeChallenge !== undefined) {
       const verifier = params.get("code_verifier") ?? "";
       const computed = createHash("sha256").update(verifier).digest("base64url");
       // GitHub documents no dedicated PKCE error code; a failed verification looks like a bad code.
-      if (!sameText(computed, issued.codeChallenge)) return answer(BAD_VERIFICATION_CODE);
+      if (!sameText(computed, issued.codeChallenge)) { answer(BAD_VERIFICATION_CODE); return; }
     }
 
     // GitHub OAuth app user tokens: "gho_" and 36 base62 characters.
@@ -296,14 +295,12 @@ export class GithubPeer {
       return;
     }
     const authorization = req.headers.authorization;
-    if (!authorization) {
-      return sendJson(res, 401, { message: "Requires authentication", documentation_url: `${DOCS}/rest`, status: "401" });
+    if (!authorization) {sendJson(res, 401, { message: "Requires authentication", documentation_url: `${DOCS}/rest`, status: "401" }); return; 
     }
     // GitHub takes both `Bearer <token>` and the older `token <token>`.
     const match = /^(?:bearer|token)\s+(\S+)$/i.exec(authorization);
     const token = match?.[1] === undefined ? undefined : this.tokens.get(match[1]);
-    if (!token) {
-      return sendJson(res, 401, { message: "Bad credentials", documentation_url: `${DOCS}/rest`, status: "401" });
+    if (!token) {sendJson(res, 401, { message: "Bad credentials", documentation_url: `${DOCS}/rest`, status: "401" }); return; 
     }
     const { status, body } = endpoint(token);
     sendJson(res, status, body, {

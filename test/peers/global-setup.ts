@@ -4,9 +4,9 @@
 // This module runs in Node (vitest globalSetup), not in workerd: the Worker under test reaches the peers over real
 // TCP, exactly as it would reach a smarthost or a webhook endpoint in production. Tests read what the peers received,
 // script their answers and take the SMTP server down through a small JSON control API on the webhook port
-// (see test/peers.ts and test/oauth-peers.ts for the workerd-side helpers).
+// (see test/peers.ts and test/external/oauth-peers.ts for the workerd-side helpers).
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo, Server as NetServer, Socket } from "node:net";
+import type { AddressInfo, Server as NetServer, } from "node:net";
 import type { TestProject } from "vitest/node";
 import { GithubPeer, type GithubAccount, type GithubEmail, type GithubScriptedError } from "./github";
 import { OidcPeer, type OidcAccount, type OidcScriptedError } from "./oidc";

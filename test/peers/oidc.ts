@@ -27,14 +27,14 @@ export interface OidcScriptedError {
   error_description?: string;
 }
 
-export const OIDC_CLIENT_ID = "herald";
-export const OIDC_CLIENT_SECRET = "herald-oidc-secret";
+const OIDC_CLIENT_ID = "herald";
+const OIDC_CLIENT_SECRET = "herald-oidc-secret";
 /** ACCESS_URL in the tests is http://localhost:8787; Herald's OIDC callback lives under /api/v2. */
 // The end-to-end suite runs Herald on a free port and says where through HERALD_ACCESS_URL.
-export const OIDC_REDIRECT_URI = `${process.env.HERALD_ACCESS_URL ?? "http://localhost:8787"}/api/v2/users/oidc/callback`;
+const OIDC_REDIRECT_URI = `${process.env.HERALD_ACCESS_URL ?? "http://localhost:8787"}/api/v2/users/oidc/callback`;
 
 /** Signs in when no test scripted an account, so a flow never stalls on a missing script. */
-export const DEFAULT_OIDC_ACCOUNT: OidcAccount = {
+const DEFAULT_OIDC_ACCOUNT: OidcAccount = {
   sub: "oidc-default-user",
   email: "oidc-default-user@idp.test",
   email_verified: true,

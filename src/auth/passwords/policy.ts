@@ -4,10 +4,10 @@ import adjacencyGraphs from "@zxcvbn-ts/language-common/dist/adjacencyGraphs.jso
 import commonPasswords from "@zxcvbn-ts/language-common/dist/passwords.json.mjs";
 import translations from "@zxcvbn-ts/language-en/dist/translations.mjs";
 
-export const MIN_PASSWORD_LENGTH = 8;
-export const MAX_PASSWORD_LENGTH = 256;
+const MIN_PASSWORD_LENGTH = 8;
+const MAX_PASSWORD_LENGTH = 256;
 /** zxcvbn score (0–4) a password needs: 3 is "safely unguessable" for an online or slow-hash offline attack. */
-export const MIN_STRENGTH_SCORE = 3;
+const MIN_STRENGTH_SCORE = 3;
 /**
  * The estimate reads only this many UTF-16 units: zxcvbn's cost grows steeply with length (hundreds of ms of CPU
  * at 256), and cutting the estimate's input can only make it stricter, never accept a weaker password.

@@ -9,7 +9,7 @@ import { DeliveryError, type DeliveryContext } from "./types";
  * 5xx permanent); connection trouble and timeouts are temporary; TLS failures and policy refusals (no STARTTLS, no
  * usable AUTH) are configuration problems that no retry fixes.
  */
-export function classifySmtpFailure(error: unknown): DeliveryError {
+function classifySmtpFailure(error: unknown): DeliveryError {
   if (!(error instanceof SmtpFailure)) return new DeliveryError("smtp: unexpected error", true);
   const retryable =
     error.kind === "reply" ? error.code !== undefined && error.code >= 400 && error.code < 500 : error.kind === "network" || error.kind === "timeout";

@@ -71,7 +71,7 @@ function fold(name: string, words: string[]): string {
  * One header field, folded. Printable ASCII without anything that looks like an encoded-word stays readable; any
  * other text is sent as encoded-words. Either way no line exceeds RFC 5322's 998 characters.
  */
-export function headerValue(name: string, value: string): string {
+function headerValue(name: string, value: string): string {
   const clean = stripControls(value).replace(/ {2,}/g, " ").trim();
   const words = clean.split(" ").filter((w) => w !== "");
   const plain = /^[\x20-\x7e]*$/.test(clean) && !clean.includes("=?") && words.every((w) => w.length <= SOFT_LINE - 2);
@@ -91,7 +91,7 @@ function mailboxHeader(name: string, mailbox: Mailbox): string {
  * Quoted-printable (RFC 2045 §6.7) for the text parts: plain ASCII stays readable to filters and people, lines are
  * at most 76 characters, and line breaks are CRLF. Base64 text parts are what spam filters penalise.
  */
-export function quotedPrintable(text: string): string {
+function quotedPrintable(text: string): string {
   const lines = text.replace(/\r\n?/g, "\n").split("\n");
   return lines
     .map((line) => {
@@ -116,7 +116,7 @@ export function quotedPrintable(text: string): string {
 }
 
 /** RFC 5322 date-time in UTC, e.g. `Tue, 24 Nov 2026 01:30:00 +0000`. */
-export function rfc5322Date(date: Date): string {
+function rfc5322Date(date: Date): string {
   return date.toUTCString().replace(/GMT$/, "+0000");
 }
 

@@ -8,7 +8,7 @@ import { CertificateCollector, clientHello, describeCertificate } from "./tls-di
  * every failure carrying the reply code of the command that failed. docs/email.md has the choices and their reasons.
  */
 
-export type TlsMode = "starttls" | "tls" | "none";
+type TlsMode = "starttls" | "tls" | "none";
 
 export interface SmtpOptions {
   host: string;
@@ -32,7 +32,7 @@ export interface Envelope {
  * RFC 5321 §4.5.3.2 timeouts. Commands it does not name (EHLO, STARTTLS, AUTH, QUIT) get the command default of
  * five minutes.
  */
-export const SMTP_TIMEOUTS = {
+const SMTP_TIMEOUTS = {
   greeting: 5 * 60_000,
   command: 5 * 60_000,
   mail: 5 * 60_000,

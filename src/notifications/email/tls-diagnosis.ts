@@ -146,7 +146,7 @@ interface CertificateFacts {
   issuer: string | undefined;
 }
 
-export function certificateFacts(der: Uint8Array): CertificateFacts {
+function certificateFacts(der: Uint8Array): CertificateFacts {
   const [tbs] = children(der, tlv(der, 0));
   if (!tbs) throw new RangeError("no TBSCertificate");
   const fields = children(der, tbs);

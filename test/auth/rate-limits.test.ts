@@ -1,0 +1,119 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { claimPasscodeMail, PASSCODE_MAILS } from "../../src/auth/password-reset";
+import { database } from "../../src/db/client";
+import { handleScheduled } from "../../src/notifications/background";
+import type { Env } from "../../src/env";
+import { TEMPLATE_IDS } from "../../src/notifications/templates";
+import { BASE, call, createUser, expectError, fetchApp } from "../helpers";
+import { waitFor } from "../peers";
+
+// Limits on every password check and on minting credentials, and caps on passcode mail (docs/security.md).
+
+/** Calls until a 429 arrives (at most `tries`); the local limiter counts in clock-aligned windows, hence 2× the limit. */
+async function untilLimited(send: () => Promise<Response>, tries = 24): Promise<Response> {
+  for (let i = 0; i < tries; i++) {
+    const res = await send();
+    if (res.status === 429) return res;
+  }
+  throw new Error(`no 429 after ${tries} requests`);
+}
+
+describe("per-user limits on password checks and credentials (10 a minute)", () => {
+  it("POST /users/validate-password", async () => {
+    const user = await createUser();
+    const limited = await untilLimited(() => call("POST", "/users/validate-password", { token: user.token, body: { password: "candidate-password-1" } }));
+    expect((await expectError(limited, 429)).message).toBe("You've been rate limited for sending more than 10 requests in 1m0s.");
+  });
+
+  it("PUT /users/me/password: the old password cannot be guessed without limit", async () => {
+    const user = await createUser();
+    const limited = await untilLimited(() => call("PUT", "/users/me/password", { token: user.token, body: { old_password: "a-wrong-guess-99", password: "violet-anchor-mountain-73" } }));
+    await expectError(limited, 429);
+  });
+
+  it("POST /users/{user}/keys/tokens, counted against the user who will hold the token", async () => {
+    const user = await createUser();
+    let n = 0;
+    const limited = await untilLimited(() => call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: `t${n++}` } }));
+    await expectError(limited, 429);
+  });
+
+  it("a user holds at most TOKEN_MAX_PER_USER tokens", async () => {
+    const user = await createUser();
+    const capped = { ...env, TOKEN_MAX_PER_USER: "2" } as Env;
+    const create = async (name: string) => {
+      const ctx = createExecutionContext();
+      const res = await fetchApp(
+        new Request(`${BASE}/api/v2/users/me/keys/tokens`, {
+          method: "POST",
+          headers: { "Service-Session-Token": user.token, "Content-Type": "application/json" },
+          body: JSON.stringify({ token_name: name }),
+        }),
+        capped,
+        ctx,
+      );
+      await waitOnExecutionContext(ctx);
+      return res;
+    };
+    expect((await create("one")).status).toBe(201);
+    expect((await create("two")).status).toBe(201);
+    const third = await expectError(await create("three"), 400, "Too many API tokens.");
+    expect(third.detail).toMatch(/at most 2 API tokens/);
+  });
+});
+
+describe("passcode mail per address: 5 an hour, 10 a day, over sliding windows", () => {
+  const passcodeMails = async (userId: string) =>
+    (await env.DB.prepare("SELECT count(*) AS n FROM notification_messages WHERE user_id = ? AND template_id = ?").bind(userId, TEMPLATE_IDS.oneTimePasscode).first<{ n: number }>())?.n ?? 0;
+
+  it("requests past the hourly cap still answer 204 and send nothing more", async () => {
+    const user = await createUser();
+    for (let i = 0; i < PASSCODE_MAILS.perHour + 3; i++) {
+      expect((await call("POST", "/users/otp/request", { body: { email: user.email } })).status).toBe(204);
+    }
+    // The work after each 204 runs in the background: wait until the cap is reached, then make sure nothing more comes.
+    await waitFor(async () => ((await passcodeMails(user.id)) >= PASSCODE_MAILS.perHour ? true : undefined), 10_000);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await passcodeMails(user.id)).toBe(PASSCODE_MAILS.perHour);
+  });
+
+  it("the daily cap counts mails older than an hour too", async () => {
+    const user = await createUser();
+    const twoHoursAgo = new Date(Date.now() - 2 * 3600_000).toISOString();
+    for (let i = 0; i < PASSCODE_MAILS.perDay; i++) {
+      await env.DB.prepare("INSERT INTO passcode_mails (id, user_id, sent_at) VALUES (?, ?, ?)").bind(crypto.randomUUID(), user.id, twoHoursAgo).run();
+    }
+    expect((await call("POST", "/users/otp/request", { body: { email: user.email } })).status).toBe(204);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await passcodeMails(user.id)).toBe(0);
+  });
+
+  it("the windows slide: a mail 61 minutes old no longer counts for the hour, one 22 hours old still counts for the day", async () => {
+    const db = database(env.DB);
+    const user = await createUser();
+    const now = Date.now();
+    const at = (msAgo: number) => new Date(now - msAgo).toISOString();
+    const record = (msAgo: number) => env.DB.prepare("INSERT INTO passcode_mails (id, user_id, sent_at) VALUES (?, ?, ?)").bind(crypto.randomUUID(), user.id, at(msAgo)).run();
+    for (let i = 0; i < PASSCODE_MAILS.perHour - 1; i++) await record(60_000);
+    await record(61 * 60_000);
+    // Four in the last hour: one more fits.
+    expect(await claimPasscodeMail(db, user.id, now)).toBe(true);
+    expect(await claimPasscodeMail(db, user.id, now)).toBe(false);
+    // An hour later the hourly window is clear, but the day holds 6 + 4 = 10.
+    for (let i = 0; i < 4; i++) await record(22 * 3600_000);
+    expect(await claimPasscodeMail(db, user.id, now + 3600_000)).toBe(false);
+    // With the day's window past the oldest ones, it fits again.
+    expect(await claimPasscodeMail(db, user.id, now + 24 * 3600_000)).toBe(true);
+  });
+
+  it("the cron drops records older than a day", async () => {
+    const user = await createUser();
+    const old = new Date(Date.now() - 25 * 3600_000).toISOString();
+    await env.DB.prepare("INSERT INTO passcode_mails (id, user_id, sent_at) VALUES (?, ?, ?)").bind(crypto.randomUUID(), user.id, old).run();
+    await handleScheduled(env);
+    const left = await env.DB.prepare("SELECT count(*) AS n FROM passcode_mails WHERE user_id = ?").bind(user.id).first<{ n: number }>();
+    expect(left?.n).toBe(0);
+  });
+});

@@ -1,0 +1,75 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { CONFIG_KEYS, ConfigError, getConfig } from "../../src/config/config";
+import type { Env } from "../../src/env";
+import { PEER_VARS, WORKERD_VARS } from "../fixtures/vars";
+
+/** Each case is a fresh env object: the parsed configuration is cached per env. */
+const configWith = (overrides: Partial<Env>) => getConfig({ ...env, ...overrides });
+
+describe("configuration (SPEC §8): invalid settings fail loudly, naming the variable", () => {
+  const invalid: [string, Partial<Env>, RegExp][] = [
+    ["a short SECRET_KEY", { SECRET_KEY: "short" }, /SECRET_KEY/],
+    ["webhook method without a URL", { NOTIFICATIONS_METHOD: "webhook", NOTIFICATIONS_WEBHOOK_URL: "" }, /NOTIFICATIONS_WEBHOOK_URL/],
+    ["an unknown method", { NOTIFICATIONS_METHOD: "pigeon" }, /NOTIFICATIONS_METHOD/],
+    ["a smarthost without a port", { EMAIL_SMARTHOST: "mail.example.com" }, /EMAIL_SMARTHOST/],
+    ["an unknown EMAIL_TLS", { EMAIL_TLS: "maybe" }, /EMAIL_TLS/],
+    ["a plain-http issuer off loopback", { OIDC_ISSUER_URL: "http://idp.example.com" }, /OIDC_ISSUER_URL/],
+    ["an issuer without a client id", { OIDC_ISSUER_URL: "https://idp.example.com", OIDC_CLIENT_ID: "" }, /OIDC_CLIENT_ID/],
+    ["a GitHub id without a secret", { GITHUB_CLIENT_ID: "id", GITHUB_CLIENT_SECRET: "" }, /GITHUB_CLIENT_SECRET/],
+    ["a duration that is not one", { SESSION_DURATION: "a day" }, /SESSION_DURATION/],
+    ["an auth cache over a minute", { AUTH_CACHE_TTL: "5m" }, /AUTH_CACHE_TTL/],
+    ["a sender that is no address", { EMAIL_FROM: "Herald Alerts" }, /EMAIL_FROM/],
+    ["a sender with a line break", { EMAIL_FROM: "Herald\r\nBcc: x@evil.example <alerts@example.com>" }, /EMAIL_FROM/],
+    ["a bare-label EHLO name", { EMAIL_HELLO: "localhost" }, /EMAIL_HELLO/],
+    ["a maximum age that is no duration", { NOTIFICATIONS_MAX_AGE: "forever" }, /NOTIFICATIONS_MAX_AGE/],
+  ];
+  for (const [name, overrides, variable] of invalid) {
+    it(`rejects ${name}`, () => {
+      expect(() => configWith(overrides)).toThrow(ConfigError);
+      expect(() => configWith(overrides)).toThrow(variable);
+    });
+  }
+
+  it("never puts a secret's value in the error", () => {
+    expect(() => configWith({ SECRET_KEY: "tiny-secret" })).not.toThrow(/tiny-secret/);
+  });
+
+  it("parses durations, lists and the origin", () => {
+    const config = configWith({
+      SESSION_DURATION: "1h30m",
+      AUTH_CACHE_TTL: "0s",
+      CORS_ALLOWED_ORIGINS: "https://a.example.com/, https://b.example.com",
+      ACCESS_URL: "https://herald.example.com/path",
+      OIDC_ISSUER_URL: "http://127.0.0.1:9000",
+      OIDC_CLIENT_ID: "herald",
+    });
+    expect(config.SESSION_DURATION).toBe(90 * 60 * 1000);
+    expect(config.AUTH_CACHE_TTL).toBe(0);
+    expect(config.CORS_ALLOWED_ORIGINS).toEqual(["https://a.example.com", "https://b.example.com"]);
+    expect(config.origin).toBe("https://herald.example.com");
+    expect(config.secure).toBe(true);
+  });
+
+  it("derives the e-mail sender, the EHLO name and the maximum age (docs/email.md)", () => {
+    const named = configWith({ EMAIL_FROM: '"Herald, Alerts" <alerts@example.com>', ACCESS_URL: "https://herald.example.com", EMAIL_HELLO: undefined });
+    expect(named.emailFrom).toEqual({ name: "Herald, Alerts", address: "alerts@example.com" });
+    expect(named.emailHello).toBe("herald.example.com");
+    expect(named.NOTIFICATIONS_MAX_AGE).toBe(5 * 24 * 3600 * 1000);
+    const defaults = configWith({ EMAIL_FROM: undefined, ACCESS_URL: "http://127.0.0.1:8787", EMAIL_HELLO: undefined, NOTIFICATIONS_MAX_AGE: "36h" });
+    expect(defaults.emailFrom).toEqual({ name: "Herald", address: "noreply@localhost" });
+    expect(defaults.emailHello).toBe("[127.0.0.1]");
+    expect(defaults.NOTIFICATIONS_MAX_AGE).toBe(36 * 3600 * 1000);
+    expect(configWith({ EMAIL_HELLO: "mail.example.org" }).emailHello).toBe("mail.example.org");
+  });
+});
+
+describe("the suite's settings are pinned", () => {
+  it("every configuration variable the Worker sees is the suite's own, so a developer's .dev.vars cannot change a test", () => {
+    const seen = env as unknown as Record<string, unknown>;
+    for (const key of CONFIG_KEYS) {
+      if ((PEER_VARS as readonly string[]).includes(key)) expect(String(seen[key]), key).toMatch(/^(http:\/\/)?127\.0\.0\.1:\d+/);
+      else expect(seen[key], key).toBe(WORKERD_VARS[key]);
+    }
+  });
+});

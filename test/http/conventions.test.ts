@@ -1,0 +1,173 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import { call, createUser, expectError, json, owner, fetchApp } from "../helpers";
+
+describe("SPEC §1 conventions", () => {
+  it("answers an unknown route under /api/v2 with 404 Route not found.", async () => {
+    await expectError(await call("GET", "/no/such/route"), 404, "Route not found.");
+  });
+
+  it("answers a known path with a wrong method with 405 and Allow", async () => {
+    const res = await call("DELETE", "/auth/scopes");
+    const body = await expectError(res, 405);
+    expect(body.message).toBe("Method not allowed.");
+    expect(res.headers.get("Allow")).toContain("GET");
+    const authcheck = await call("GET", "/authcheck");
+    expect(authcheck.status).toBe(405);
+    expect(authcheck.headers.get("Allow")).toBe("POST");
+  });
+
+  it("a trailing slash is another path: 404, not a 405 whose Allow names the method used", async () => {
+    const { token } = await owner();
+    const res = await call("GET", "/notifications/inbox/", { token });
+    await expectError(res, 404, "Route not found.");
+    expect(res.headers.get("Allow")).toBeNull();
+  });
+
+  it("rejects bodies over 1 MiB with 413 in the error shape", async () => {
+    const { token } = await owner();
+    const res = await call("POST", "/authcheck", { token, raw: JSON.stringify({ checks: {}, pad: "x".repeat(1024 * 1024) }) });
+    await expectError(res, 413, "Request body is too large.");
+  });
+
+  it("answers a body that is not JSON with 400 Request body must be valid JSON.", async () => {
+    await expectError(await call("POST", "/users/login", { raw: "{not json" }), 400, "Request body must be valid JSON.");
+    await expectError(await call("POST", "/users/login", { raw: "" }), 400, "Request body must be valid JSON.");
+  });
+
+  it("answers schema failures with one validation per bad field, by JSON path", async () => {
+    const body = await expectError(await call("POST", "/users/login", { body: { email: "nope", password: 5 } }), 400, "Validation failed.");
+    expect(body.validations?.map((v) => v.field).sort()).toEqual(["email", "password"]);
+  });
+
+  it("sets a request id and secure headers on every response", async () => {
+    const res = await call("GET", "/auth/scopes");
+    expect(res.headers.get("X-Request-Id")).toBeTruthy();
+    expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
+    expect(res.headers.get("Cache-Control")).toBe("no-store");
+  });
+
+  it("HSTS for a year and a load-nothing CSP on API answers; the landing page keeps its own policy (ASVS 3.4.1, 3.4.3, 3.4.6)", async () => {
+    for (const res of [await call("GET", "/auth/scopes"), await call("GET", "/users/me"), await call("GET", "/nowhere")]) {
+      expect(res.headers.get("Strict-Transport-Security")).toBe("max-age=31536000; includeSubDomains");
+      expect(res.headers.get("Content-Security-Policy")).toBe("default-src 'none'; frame-ancestors 'none'; base-uri 'none'");
+    }
+    const page = await call("GET", "http://localhost/");
+    expect(page.headers.get("Content-Security-Policy")).toContain("style-src 'unsafe-inline'");
+  });
+
+  it("with an https ACCESS_URL, plain http to that host is refused: 403 for the API, 308 to https for pages (ASVS 4.1.2, 12.2.1)", async () => {
+    const secure = { ...env, ACCESS_URL: "https://herald.example.com" };
+    const ctx = createExecutionContext();
+    const api = await fetchApp(new Request("http://herald.example.com/api/v2/users/login", { method: "POST", body: "{}" }), secure, ctx);
+    await expectError(api, 403, "This server answers over https only.");
+    const page = await fetchApp(new Request("http://herald.example.com/?x=1"), secure, ctx);
+    expect(page.status).toBe(308);
+    expect(page.headers.get("Location")).toBe("https://herald.example.com/?x=1");
+    // Over https, and on another host (a local run), nothing changes.
+    expect((await fetchApp(new Request("https://herald.example.com/api/v2/auth/scopes"), secure, ctx)).status).toBe(200);
+    expect((await fetchApp(new Request("http://localhost/api/v2/auth/scopes"), secure, ctx)).status).toBe(200);
+    await waitOnExecutionContext(ctx);
+  });
+
+  it("logs every refused credential, permission and rate limit as one JSON line without secrets (ASVS 16.3)", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => {
+      if (typeof line === "string" && line.startsWith('{"herald":"security"')) lines.push(JSON.parse(line) as Record<string, unknown>);
+    });
+    try {
+      const member = await createUser();
+      const forged = `${member.token.slice(0, 10)}-${"x".repeat(22)}`;
+      await call("GET", "/users/me", { token: forged, headers: { "CF-Connecting-IP": "203.0.113.9", "X-Request-Id": "trace-0001-abc" } });
+      await call("POST", "/users/login", { body: { email: member.email, password: "not-the-password-at-all" } });
+      await call("GET", "/notifications/settings", { token: member.token });
+      await call("PUT", "/users/me/password", { token: member.token, body: { old_password: "wrong-old-password", password: "brand-new-passphrase-88" } });
+      await call("PUT", "/notifications/settings", { token: member.token, body: { notifier_paused: true } });
+    } finally {
+      spy.mockRestore();
+    }
+    // A member may read the settings: that 200 leaves no line.
+    expect(lines.map((l) => [l.event, l.status, l.method, l.path])).toEqual([
+      ["authentication_failed", 401, "GET", "/api/v2/users/me"],
+      ["authentication_failed", 401, "POST", "/api/v2/users/login"],
+      ["authentication_failed", 400, "PUT", "/api/v2/users/me/password"],
+      ["access_denied", 403, "PUT", "/api/v2/notifications/settings"],
+    ]);
+    expect(lines[0]).toMatchObject({ ip: "203.0.113.9", request_id: "trace-0001-abc", user_id: null });
+    expect(lines.at(-1)).toMatchObject({ event: "access_denied", user_id: expect.any(String), key_id: expect.any(String) });
+    expect(JSON.stringify(lines)).not.toMatch(/x{22}|not-the-password|wrong-old-password/);
+  });
+
+  it("allows CORS only for CORS_ALLOWED_ORIGINS", async () => {
+    const withCors = { ...env, CORS_ALLOWED_ORIGINS: "https://dash.example.com" };
+    const preflight = (origin: string) =>
+      new Request("http://localhost/api/v2/authcheck", {
+        method: "OPTIONS",
+        headers: { Origin: origin, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "Service-Session-Token" },
+      });
+    const ctx = createExecutionContext();
+    const allowed = await fetchApp(preflight("https://dash.example.com"), withCors, ctx);
+    expect(allowed.headers.get("Access-Control-Allow-Origin")).toBe("https://dash.example.com");
+    expect(allowed.headers.get("Access-Control-Allow-Credentials")).toBe("true");
+    const denied = await fetchApp(preflight("https://evil.example.com"), withCors, ctx);
+    expect(denied.headers.get("Access-Control-Allow-Origin")).toBeNull();
+    await waitOnExecutionContext(ctx);
+  });
+
+  it("fails loudly with a 500 that leaks nothing when the configuration is invalid", async () => {
+    const ctx = createExecutionContext();
+    const res = await fetchApp(new Request("http://localhost/api/v2/auth/scopes"), { ...env, SECRET_KEY: "short" }, ctx);
+    const body = await expectError(res, 500, "An internal server error occurred.");
+    expect(body.detail).toMatch(/^Request ID: /);
+    expect(JSON.stringify(body)).not.toContain("SECRET_KEY");
+    await waitOnExecutionContext(ctx);
+  });
+
+  it("serves /healthz", async () => {
+    const res = await call("GET", "http://localhost/healthz");
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe("OK");
+  });
+});
+
+describe("request ids", () => {
+  // Creating a token writes an audit row carrying the request id.
+  const createTokenWith = async (requestId: string) => {
+    const admin = await owner();
+    const res = await call("POST", "/users/me/keys/tokens", { token: admin.token, headers: { "X-Request-Id": requestId }, body: { token_name: `t-${crypto.randomUUID().slice(0, 8)}` } });
+    expect(res.status).toBe(201);
+    return res;
+  };
+  const auditedId = async (answered: string) =>
+    (await env.DB.prepare("SELECT request_id FROM audit_logs WHERE request_id = ?").bind(answered).first<{ request_id: string }>())?.request_id;
+
+  it("keeps a client's id that looks like an id, in the answer and the audit log", async () => {
+    const id = `trace-${crypto.randomUUID().slice(0, 13)}`;
+    const res = await createTokenWith(id);
+    expect(res.headers.get("X-Request-Id")).toBe(id);
+    expect(await auditedId(id)).toBe(id);
+  });
+
+  it("replaces anything else with a fresh UUID, so no client text reaches the audit log", async () => {
+    for (const given of ["short", "x".repeat(65), "<script>alert(1)</script>", "a b c d e f g h", "-leading-dash-1234", "ünïcödé-request-id"]) {
+      const res = await createTokenWith(given);
+      const answered = res.headers.get("X-Request-Id") ?? "";
+      expect(answered).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(await auditedId(answered)).toBe(answered);
+    }
+  });
+});
+
+describe("A1 GET /auth/scopes", () => {
+  it("is public, sorted and contains all", async () => {
+    const res = await call("GET", "/auth/scopes");
+    expect(res.status).toBe(200);
+    const { external } = await json<{ external: string[] }>(res);
+    expect(external).toContain("all");
+    expect(external).toEqual([...external].sort());
+    expect(external).toContain("user:read");
+    expect(external).toContain("inbox_notification:*");
+    expect(external).not.toContain("system:read");
+  });
+});
