@@ -59,7 +59,7 @@ app.use(methodNotAllowedIn(app));
 app.use(
   "/api/*",
   cors({
-    // Only the listed origins (SPEC §8 CORS_ALLOWED_ORIGINS) may call from a browser; credentials allowed for them.
+    // Only the listed origins (CORS_ALLOWED_ORIGINS, docs/configuration.md) may call from a browser; credentials allowed for them.
     origin: (origin, c) => (getConfig(c.env).CORS_ALLOWED_ORIGINS.includes(origin) ? origin : null),
     credentials: true,
     allowHeaders: ["Content-Type", "Service-Session-Token", "Authorization"],

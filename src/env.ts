@@ -4,7 +4,7 @@ export interface NotificationQueueMessage {
   messageId: string;
 }
 
-/** Bindings and variables the Worker receives (see wrangler.toml and SPEC §8). */
+/** Bindings and variables the Worker receives (see wrangler.toml and docs/configuration.md). */
 export interface Env {
   DB: D1Database;
   USER_INBOX: DurableObjectNamespace<UserInbox>;

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Config } from "../config/config";
 
-/** SPEC §2: `service_session_token`, with the `__Host-` prefix (and `Secure`) when served over https. */
+/** docs/api.md (Conventions): `service_session_token`, with the `__Host-` prefix (and `Secure`) when served over https. */
 function sessionCookieName(config: Config): string {
   return config.secure ? "__Host-service_session_token" : "service_session_token";
 }

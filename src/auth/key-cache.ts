@@ -4,7 +4,7 @@ import type { ApiKeyRow, UserRow } from "../db/schema";
  * What authentication loaded for a key, kept in the isolate for AUTH_CACHE_TTL so a hot path does not pay a D1
  * round trip per request. The secret is still checked against the cached hash on every request.
  *
- * The trade-off, documented in the README: a revocation (logout, token deletion, suspension, password change…)
+ * The trade-off, documented in docs/api.md (Decisions) and docs/configuration.md (AUTH_CACHE_TTL): a revocation (logout, token deletion, suspension, password change…)
  * takes effect at once in the isolate that handled it — it forgets the entries right there — and within
  * AUTH_CACHE_TTL in every other isolate. Watch sockets of revoked sessions are closed immediately by their object.
  */

@@ -13,7 +13,7 @@ export const LoginMessages = {
 } as const;
 
 /**
- * Checks an e-mail/password pair exactly as SPEC §3 A3 orders it. An unknown e-mail verifies a dummy hash, so it
+ * Checks an e-mail/password pair exactly as docs/api.md (Sign-in, accounts and authorization) orders it. An unknown e-mail verifies a dummy hash, so it
  * costs the same time as a wrong password and both get the same 401. Only after a correct password are the login
  * type and suspension revealed.
  */

@@ -2,7 +2,7 @@ import type { Config } from "../config/config";
 import { githubProvider } from "../external/github";
 import { oidcProvider } from "../external/oidc";
 
-/** Which sign-in methods this server offers, in Coder's `AuthMethods` shape (GET /users/authmethods; README, Endpoints). */
+/** Which sign-in methods this server offers, in Coder's `AuthMethods` shape (GET /users/authmethods; docs/api.md, Endpoints). */
 export interface AuthMethods {
   terms_of_service_url?: string;
   password: { enabled: boolean };

@@ -4,7 +4,7 @@ import type { Database } from "../db/client";
 import { oneTimePasscodes } from "../db/schema";
 import { hmacHex, nowIso, timingSafeEqualText } from "../lib/crypto";
 
-/** Wrong tries a code survives; the fifth wrong one burns it (SPEC §3 A5). */
+/** Wrong tries a code survives; the fifth wrong one burns it (docs/api.md, Password reset by one-time passcode). */
 const MAX_OTP_ATTEMPTS = 5;
 
 /** Bound to the user, so a code is worthless for any other account. */

@@ -60,7 +60,7 @@ export async function purgePasscodeMails(env: Env, now = Date.now()): Promise<vo
     .where(lt(passcodeMails.sentAt, nowIso(now - DAY_MS)));
 }
 
-/** What A4 needs to look up, as functions, so its structure can be checked apart from D1. */
+/** What the passcode reset needs to look up, as functions, so its structure can be checked apart from D1. */
 export interface ResetChecks {
   findAccount(email: string): Promise<UserRow | undefined>;
   verifyPassword(hash: string | null | undefined, password: string): Promise<{ valid: boolean }>;
@@ -73,7 +73,7 @@ export type ResetVerdict = { outcome: "incorrect" } | { outcome: "same-password"
 const NO_ACCOUNT = "00000000-0000-0000-0000-000000000000";
 
 /**
- * A4's checks, the same work whatever the e-mail names (docs/security.md): one account lookup, one password verify
+ * The passcode reset's checks, the same work whatever the e-mail names (docs/security.md): one account lookup, one password verify
  * (against the account's hash, or a dummy one), one passcode check (which finds no code for an unknown account) —
  * in that order, every time. Only then are the answers looked at, so neither timing nor the tries spent tell an
  * existing account from an unknown one.
@@ -90,7 +90,7 @@ export async function checkResetAttempt(
   return { outcome: sameAsOld.valid ? "same-password" : "accepted", user: account };
 }
 
-/** A5 and A4 (SPEC §3). */
+/** Password reset by one-time passcode (docs/api.md): request a code, then set a new password with it. */
 export const passwordResetRoutes = new Hono<AppEnv>()
   .post(
     "/users/otp/request",

@@ -13,7 +13,7 @@ const LOGIN_LIMITS = {
   sensitive: { limit: 10, periodSeconds: 60 },
 } as const;
 
-/** Throws SPEC §1's 429 once `key` has used its budget on `limiter`. */
+/** Throws the error shape's (docs/api.md, Conventions) 429 once `key` has used its budget on `limiter`. */
 async function enforceRateLimit(
   limiter: RateLimit,
   key: string,

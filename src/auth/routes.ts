@@ -23,7 +23,7 @@ import { presentedSession, refuseCrossSite, requireAuth } from "./session";
 export const loginBody = named("LoginWithPasswordRequest", z.object({ email: z.email().max(320), password: z.string().max(1024) }));
 const validatePasswordBody = named("ValidateUserPasswordRequest", z.object({ password: z.string().max(4096) }));
 
-/** Sign-in and session endpoints: A3, A6, logout, and the public list of sign-in methods. */
+/** Sign-in and session endpoints: password sign-in, logout, validate-password, and the public list of sign-in methods. */
 export const authRoutes = new Hono<AppEnv>()
   // Public, and mounted before /users/{user}, which would otherwise read "authmethods" as a user name.
   .get(

@@ -49,7 +49,7 @@ export function offeredProtocols(c: Context): string[] {
 }
 
 /**
- * SPEC §2 lookup order: the header, then a bearer Authorization header, then (WebSocket upgrades only) the token
+ * The lookup order (docs/api.md, Conventions): the header, then a bearer Authorization header, then (WebSocket upgrades only) the token
  * subprotocol, then the browser cookie. An explicit token wins over the ambient cookie.
  */
 function extractCredential(c: Context, config: Config): Credential | undefined {
@@ -99,7 +99,7 @@ function subjectFor(user: AuthUser, orgRoles: Record<string, string[]>, scopes: 
 export const BAD_CREDENTIAL = "The session token is invalid, expired or revoked.";
 
 /**
- * Resolves a credential to its key and user (README, Authentication). One D1 round trip (a batch); the hourly `last_used` /
+ * Resolves a credential to its key and user (docs/architecture.md, How each hot path scales). One D1 round trip (a batch); the hourly `last_used` /
  * sliding-expiry write happens after the response through `waitUntil`.
  */
 export async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
@@ -183,7 +183,7 @@ function isAllowedOrigin(c: Context<AppEnv>, origin: string): boolean {
 }
 
 /**
- * Sign-in without a credential (A3, A4, the first user) must not be driven by another site: a browser always sends
+ * Sign-in without a credential (password sign-in, passcode reset, the first user) must not be driven by another site: a browser always sends
  * `Origin` on a cross-site POST, and a `text/plain` form can carry a JSON-looking body, so an `Origin` that is present
  * must be an allowed one. Clients that are not browsers send none and are unaffected.
  */
@@ -197,7 +197,7 @@ export const refuseCrossSite = createMiddleware<AppEnv>(async (c, next) => {
 
 /**
  * Requires a valid credential. A cookie is sent by the browser on its own, so a cookie-authenticated request that
- * changes state (or upgrades to a WebSocket) must also prove where it comes from: an allowed `Origin` (SPEC §2).
+ * changes state (or upgrades to a WebSocket) must also prove where it comes from: an allowed `Origin` (docs/api.md, Conventions).
  */
 export const requireAuth = createMiddleware<AppEnv>(async (c, next) => {
   const auth = await authenticate(c);

@@ -1,6 +1,6 @@
 import { randomAlphanumeric, sha256Hex } from "../lib/crypto";
 
-/** SPEC §2: `<10-char id>-<22-char secret>`, both [0-9A-Za-z]. */
+/** docs/api.md (Conventions): `<10-char id>-<22-char secret>`, both [0-9A-Za-z]. */
 const TOKEN_PATTERN = /^([0-9A-Za-z]{10})-([0-9A-Za-z]{22})$/;
 
 export interface ParsedToken {

@@ -1,6 +1,6 @@
 /**
- * The vocabulary of SPEC §5: actions, resource types and which actions make sense on each type. The scope catalogue
- * (A1) and the role table are both derived from this, so a scope can only name something a check can ask about.
+ * The vocabulary of docs/authorization.md: actions, resource types and which actions make sense on each type. The scope catalogue
+ * (`GET /auth/scopes`) and the role table are both derived from this, so a scope can only name something a check can ask about.
  */
 export const ACTIONS = [
   "create",
@@ -45,7 +45,7 @@ export function isResourceType(value: string): value is ResourceType {
 /** Resource types an API key may be narrowed to. `system` is internal and never granted through a scope. */
 const SCOPABLE: readonly ResourceType[] = RESOURCE_TYPES.filter((t) => t !== "system");
 
-/** A1: `all`, plus `<resource>:<action>` and `<resource>:*` for every scopable resource — sorted. */
+/** The scope catalogue (`GET /auth/scopes`): `all`, plus `<resource>:<action>` and `<resource>:*` for every scopable resource — sorted. */
 export const EXTERNAL_SCOPES: readonly string[] = [
   "all",
   ...SCOPABLE.flatMap((type) => [`${type}:*`, ...RESOURCE_ACTIONS[type].map((a) => `${type}:${a}`)]),

@@ -60,7 +60,7 @@ function orgDefinitions(roles: readonly string[]): RoleDefinition[] {
   return roleDefinitions(roles, ORG_ROLES["organization-member"], (n) => (isOrgRole(n) ? ORG_ROLES[n] : undefined));
 }
 
-/** A key's effective permission is its roles ∩ its scopes (SPEC §3 A1). */
+/** A key's effective permission is its roles ∩ its scopes (docs/authorization.md, API token scopes). */
 export function scopeAllows(scopes: readonly string[], type: ResourceType | "*", action: Action): boolean {
   if (scopes.includes("all")) return true;
   if (type === "*") return false;
@@ -68,7 +68,7 @@ export function scopeAllows(scopes: readonly string[], type: ResourceType | "*",
 }
 
 /**
- * SPEC §5: the site level is consulted first, then the organization, then the user (ownership) level. A deny at a
+ * docs/authorization.md: the site level is consulted first, then the organization, then the user (ownership) level. A deny at a
  * level ends the walk — it wins over anything a lower level would allow.
  */
 export function authorize(subject: Subject, action: Action, object: AuthzObject): boolean {

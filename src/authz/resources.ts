@@ -19,7 +19,7 @@ export interface LookupContext {
 }
 
 /**
- * A2 `resource_id` lookups for types stored in D1: one SELECT per type yielding (id, owner, org), all of them sent
+ * `POST /authcheck` `resource_id` lookups for types stored in D1: one SELECT per type yielding (id, owner, org), all of them sent
  * in a single D1 batch — one round trip however many checks a request holds. Computed columns carry aliases: D1
  * returns rows as objects, so two columns of one name would collide.
  */

@@ -18,7 +18,7 @@ export interface RoleDefinition {
 
 const all = ["*"] as const;
 
-/** Site roles of SPEC §5. `member` is implicit for every user. */
+/** Site roles of docs/authorization.md. `member` is implicit for every user. */
 export const SITE_ROLES = {
   owner: {
     name: "owner",
@@ -76,13 +76,13 @@ export const SITE_ROLES = {
 
 /**
  * Applied to service accounts on top of their roles: a site-level deny, so no role can give a system user what
- * SPEC §5 withholds from it (sending custom notifications).
+ * docs/authorization.md withholds from it (sending custom notifications).
  */
 export const SYSTEM_USER_RESTRICTIONS: readonly Permission[] = [
   { type: "notification_message", actions: ["create"], negate: true },
 ];
 
-/** Organization roles of SPEC §5. `organization-member` is implicit for every member of the organization. */
+/** Organization roles of docs/authorization.md. `organization-member` is implicit for every member of the organization. */
 export const ORG_ROLES = {
   "organization-admin": {
     name: "organization-admin",

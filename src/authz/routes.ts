@@ -37,7 +37,7 @@ const authorizationRequest = named(
   }),
 );
 
-/** A1 (public) and A2. */
+/** The scope catalogue (public) and authorization checks (docs/api.md, Authorization checks). */
 export const authzRoutes = new Hono<AppEnv>()
   .get(
     "/auth/scopes",
@@ -84,7 +84,7 @@ export const authzRoutes = new Hono<AppEnv>()
       const result = new Map<string, boolean>();
       for (const [key, { action, object }] of entries) {
         const type = object.resource_type;
-        // Unknown actions and types are simply not allowed (SPEC §3 A2), never an error.
+        // Unknown actions and types are simply not allowed (docs/api.md, Authorization checks), never an error.
         if (!isAction(action) || (type !== "*" && !isResourceType(type))) {
           result.set(key, false);
           continue;

@@ -19,7 +19,7 @@ export interface WatchInboxOptions {
   templates?: string[];
   readStatus?: "all" | "read" | "unread";
   format?: "markdown" | "plaintext";
-  /** Also receive read-state changes (N4/N6) so every tab's badge stays right. */
+  /** Also receive read-state changes (mark-all-as-read, read-status) so every tab's badge stays right. */
   syncReadState?: boolean;
   onNotification(frame: NotificationFrame): void;
   onReadState?(frame: ReadStateFrame): void;
@@ -56,7 +56,7 @@ function watchUrl(options: WatchInboxOptions): string {
 }
 
 /**
- * Watches the inbox (N5) from a browser or Node. The token travels as a subprotocol (`herald.v1`,
+ * Watches the inbox (`GET /notifications/inbox/watch`) from a browser or Node. The token travels as a subprotocol (`herald.v1`,
  * `herald.token.<token>`), never in the URL. Dropped connections reconnect with jittered exponential backoff and
  * the same filters; it stops for good when the session ends (close 4401), when the token is rejected, or on close().
  */

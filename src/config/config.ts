@@ -24,7 +24,7 @@ export class ConfigError extends Error {
 const cache = new WeakMap<object, Config>();
 
 /**
- * Reads and validates the configuration (README, Configuration). Invalid configuration throws a ConfigError naming every bad
+ * Reads and validates the configuration (docs/configuration.md). Invalid configuration throws a ConfigError naming every bad
  * variable (never its value): the error handler logs it and answers 500, so a misconfiguration is loud at the first
  * request instead of silently changing behaviour.
  */

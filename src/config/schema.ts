@@ -2,7 +2,7 @@ import { z } from "zod";
 import { parseMailbox } from "../notifications/email/address";
 import { parseDuration } from "./duration";
 
-// The variables Herald reads and how each is validated (README, Configuration). Kept free of Worker types so the
+// The variables Herald reads and how each is validated (docs/configuration.md). Kept free of Worker types so the
 // Node-side test suites can pin every key (test/fixtures/vars.ts).
 
 /** A domain of at least two labels, as Postfix's `reject_non_fqdn_helo_hostname` wants. */

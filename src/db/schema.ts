@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
-/** Timestamps are stored as RFC 3339 UTC strings with milliseconds (SPEC §1), so they sort as text. */
+/** Timestamps are stored as RFC 3339 UTC strings with milliseconds (docs/api.md, Conventions), so they sort as text. */
 const timestamp = (name: string) => text(name);
 
 export const users = sqliteTable(
@@ -17,7 +17,7 @@ export const users = sqliteTable(
     status: text("status", { enum: ["active", "suspended"] }).notNull().default("active"),
     /** Site roles besides the implicit `member` (JSON array). */
     roles: text("roles", { mode: "json" }).$type<string[]>().notNull().default(sql`'[]'`),
-    /** Service accounts: no password sign-in, no custom notifications (SPEC §5). */
+    /** Service accounts: no password sign-in, no custom notifications (docs/authorization.md). */
     isSystem: integer("is_system", { mode: "boolean" }).notNull().default(false),
     /** Soft delete keeps audit history meaningful; deleted users' names and e-mails can be reused. */
     deleted: integer("deleted", { mode: "boolean" }).notNull().default(false),
@@ -101,7 +101,7 @@ export const auditLogs = sqliteTable(
   (t) => [index("audit_logs_time").on(t.time), index("audit_logs_resource").on(t.resourceType, t.resourceId)],
 );
 
-/** Notification templates (SPEC §6). Seeded by migration; ids are stable across deployments. */
+/** Notification templates (docs/api.md, Notification delivery). Seeded by migration; ids are stable across deployments. */
 export const notificationTemplates = sqliteTable("notification_templates", {
   id: text("id").primaryKey(),
   name: text("name").notNull().unique(),
@@ -151,7 +151,7 @@ export const notificationMessages = sqliteTable(
     method: text("method", { enum: DISPATCH_METHODS }).notNull(),
     status: text("status", { enum: MESSAGE_STATUSES }).notNull(),
     statusReason: text("status_reason"),
-    /** The webhook `payload` shape of SPEC §6; secret labels are sealed, never stored in clear. */
+    /** The webhook `payload` shape of docs/api.md (Notification delivery); secret labels are sealed, never stored in clear. */
     payload: text("payload", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
     targets: text("targets", { mode: "json" }).$type<string[]>().notNull().default(sql`'[]'`),
     createdBy: text("created_by").notNull(),
@@ -175,7 +175,7 @@ export const siteConfig = sqliteTable("site_config", {
   updatedAt: timestamp("updated_at").notNull(),
 });
 
-/** At most one live passcode per user; only its HMAC is stored (SPEC §3 A5). */
+/** At most one live passcode per user; only its HMAC is stored (docs/api.md, Password reset by one-time passcode). */
 export const oneTimePasscodes = sqliteTable("one_time_passcodes", {
   userId: text("user_id")
     .primaryKey()
@@ -213,7 +213,7 @@ export const userLinks = sqliteTable(
   (t) => [primaryKey({ columns: [t.issuer, t.subject] }), index("user_links_user").on(t.userId)],
 );
 
-/** A7 conversions in flight: the state's HMAC, whom it belongs to, until when, and whether it was used. */
+/** Login conversions in flight (`POST /users/{user}/convert-login`): the state's HMAC, whom it belongs to, until when, and whether it was used. */
 export const loginConversions = sqliteTable("login_conversions", {
   stateHmac: text("state_hmac").primaryKey(),
   userId: text("user_id")

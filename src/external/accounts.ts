@@ -69,7 +69,7 @@ async function freeUsername(db: Database, wanted: string): Promise<string> {
 /**
  * Who an external sign-in is: the user linked to (issuer, subject); on a first sign-in, an account an
  * administrator created for this e-mail with this login type (then linked); otherwise a new account when signups
- * are allowed. A password user is never taken over by e-mail: that needs A7's conversion.
+ * are allowed. A password user is never taken over by e-mail: that needs a login conversion.
  */
 export async function resolveExternalUser(c: Context<AppEnv>, type: ExternalLoginType, identity: ExternalIdentity): Promise<UserRow> {
   const config = c.var.config;
@@ -135,7 +135,7 @@ async function signUp(c: Context<AppEnv>, db: Database, identity: ExternalIdenti
 }
 
 /**
- * Completes A7: the state must be this user's, unexpired and unused (it is used up here, whatever follows), the
+ * Completes a login conversion: the state must be this user's, unexpired and unused (it is used up here, whatever follows), the
  * provider's verified e-mail must be the user's, and the identity must not belong to anyone else. Then in one
  * transaction: login type changed, password hash cleared, link stored, every old session and token revoked.
  */
@@ -164,7 +164,7 @@ export async function completeConversion(
 
   const user = (await db.select().from(users).where(and(eq(users.id, merge.userId), eq(users.deleted, false))))[0];
   if (user?.loginType !== "password") throw new ApiError(400, "User account must have password based authentication.");
-  // Fix (issue 5 tests): a user suspended after starting A7 must not have the login changed and a session issued.
+  // A user suspended after starting a login conversion must not have the login changed and a session issued.
   if (user.status === "suspended") throw new ApiError(401, LoginMessages.suspended);
   if (identity.email.toLowerCase() !== user.email.toLowerCase()) {
     throw forbidden("Forbidden.", "The identity provider's verified e-mail does not match your account's e-mail.");

@@ -190,7 +190,7 @@ function describeCallback(operationId: string, provider: string) {
   });
 }
 
-/** A7 and the two provider callbacks (SPEC §3). */
+/** External sign-in (docs/api.md): the OpenID Connect and GitHub callbacks, and converting a password login. */
 export const externalLoginRoutes = new Hono<AppEnv>()
   // Literal paths (equal to each provider's callbackPath) keep the route types precise for the typed client.
   .get("/users/oidc/callback", describeCallback("oidcCallback", "OpenID Connect"), callback(oidcProvider))

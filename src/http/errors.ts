@@ -1,19 +1,19 @@
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 
-/** One entry of the `validations` array of an error body (SPEC §1). */
+/** One entry of the `validations` array of an error body (docs/api.md, Conventions). */
 export interface FieldValidation {
   field: string;
   detail: string;
 }
 
-/** The error body every non-2xx response carries (SPEC §1); empty `detail`/`validations` are omitted. */
+/** The error body every non-2xx response carries (docs/api.md, Conventions); empty `detail`/`validations` are omitted. */
 export interface ErrorBody {
   message: string;
   detail?: string;
   validations?: FieldValidation[];
 }
 
-/** Short messages that clients compare (SPEC quotes them; they follow Coder's wording). */
+/** Short messages that clients compare (docs/api.md, Conventions; they follow Coder's wording). */
 export const Messages = {
   badJson: "Request body must be valid JSON.",
   validation: "Validation failed.",
@@ -79,7 +79,7 @@ export const notFound = () => new ApiError(404, Messages.notFoundOrNoAccess);
 
 export const conflict = (message: string, detail?: string) => new ApiError(409, message, detail ? { detail } : {});
 
-/** 429 with the message of SPEC §1 and a `Retry-After` in seconds. */
+/** 429 with the message of docs/api.md (Conventions) and a `Retry-After` in seconds. */
 export function rateLimited(limit: number, periodSeconds: number): ApiError {
   const period = periodSeconds % 60 === 0 ? `${periodSeconds / 60}m0s` : `${periodSeconds}s`;
   return new ApiError(429, `You've been rate limited for sending more than ${limit} requests in ${period}.`, {

@@ -66,7 +66,7 @@ function errorResponse(c: Context<AppEnv>, error: ApiError): Response {
   return c.json(error.body(), error.status);
 }
 
-/** The one place that shapes error bodies (SPEC §1). */
+/** The one place that shapes error bodies (docs/api.md, Conventions). */
 export const handleError: ErrorHandler<AppEnv> = (error, c) => {
   if (error instanceof ApiError) {
     logRefusal(c, error);

@@ -5,7 +5,7 @@ import { documents } from "../openapi/describe";
 import { badRequest, validationFailed, type FieldValidation } from "./errors";
 import type { AppEnv } from "./types";
 
-/** Turns zod issues into SPEC §1 `validations`: one entry per bad field, `field` being its JSON path. */
+/** Turns zod issues into docs/api.md (Conventions) `validations`: one entry per bad field, `field` being its JSON path. */
 export function toValidations(error: { issues: readonly z.core.$ZodIssue[] }): FieldValidation[] {
   const seen = new Set<string>();
   const out: FieldValidation[] = [];
@@ -25,7 +25,7 @@ export function toValidations(error: { issues: readonly z.core.$ZodIssue[] }): F
  * Bodies are JSON whatever their `Content-Type` (`curl -d` sends form encoding by default). `@hono/zod-validator`
  * reads a JSON body only from a request that says it is JSON, so this one step in front of every `/api/*` route
  * says so for any request with a body. A body that is not JSON then fails in the validator's parse, which the error
- * handler answers with SPEC §1's 400 "Request body must be valid JSON." (README, Decisions).
+ * handler answers with the error shape's (docs/api.md, Conventions) 400 "Request body must be valid JSON." (docs/api.md, Decisions).
  */
 export const jsonWhateverContentType: MiddlewareHandler<AppEnv> = async (c, next) => {
   const type = c.req.header("Content-Type");
@@ -39,7 +39,7 @@ export const jsonWhateverContentType: MiddlewareHandler<AppEnv> = async (c, next
 
 const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
 
-/** Every validator's failure, in Herald's 400 shape; some endpoints name their own message (N1: "Invalid request body"). */
+/** Every validator's failure, in Herald's 400 shape; some endpoints name their own message (`POST /notifications/custom`: "Invalid request body"). */
 function refuse(invalidMessage?: string) {
   return (result: { success: boolean; error?: { issues: readonly z.core.$ZodIssue[] } }): void => {
     if (result.success || !result.error) return;

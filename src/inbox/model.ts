@@ -1,6 +1,6 @@
 import type { InboxRow } from "./schema";
 
-/** The interface's InboxNotification (interface §2). */
+/** An inbox notification, as the API returns it (InboxNotification in the OpenAPI document). */
 export interface InboxNotification {
   id: string;
   user_id: string;
@@ -17,7 +17,7 @@ export interface InboxNotification {
 type ReadStatus = "all" | "read" | "unread";
 export type WatchFormat = "markdown" | "plaintext";
 
-/** N3/N5 filters, already validated by the Worker. */
+/** The list and watch filters, already validated by the Worker. */
 export interface InboxFilter {
   /** The notification must carry every one of these targets. */
   targets: string[];

@@ -10,7 +10,7 @@ import { InboxWatchFrame, ListInboxNotificationsResponse, UpdateInboxNotificatio
 import { listInboxQuery, notificationIdParam, readStatusBody, watchInboxQuery } from "./schemas";
 import { WATCH_HEADER, type WatchAttachment } from "./watch";
 
-/** N3's body (interface: ListInboxNotificationsResponse). */
+/** The inbox list's body (ListInboxNotificationsResponse in the OpenAPI document). */
 interface ListInboxResponse {
   notifications: InboxNotification[];
   unread_count: number;
@@ -31,7 +31,7 @@ const FILTER_DOCS = {
   read_status: "`all` (default), `read` or `unread`.",
 } as const;
 
-/** N3–N6 (SPEC §4). */
+/** The caller's inbox: list, watch, read state (docs/api.md, Notifications and Watching the inbox). */
 export const inboxRoutes = new Hono<AppEnv>()
   .get(
     "/notifications/inbox/watch",

@@ -30,7 +30,7 @@ const uuidList = z
 
 const readStatus = z.enum(["all", "read", "unread"]).default("all");
 
-/** N3 query; unknown parameters are rejected (SPEC §4). */
+/** The inbox list query; unknown parameters are rejected (docs/api.md, Notifications). */
 export const listInboxQuery = z.strictObject({
   targets: uuidList,
   templates: uuidList,
@@ -39,7 +39,7 @@ export const listInboxQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).default(DEFAULT_PAGE_SIZE),
 });
 
-/** N5 query: N3's filters plus the rendering format and the opt-in read-state sync. */
+/** The watch query: the list's filters plus the rendering format and the opt-in read-state sync. */
 export const watchInboxQuery = z.strictObject({
   targets: uuidList,
   templates: uuidList,
@@ -53,5 +53,5 @@ export const watchInboxQuery = z.strictObject({
 
 export const notificationIdParam = z.object({ id: uuid });
 
-/** N6 body: `is_read` is required. */
+/** The read-status body: `is_read` is required. */
 export const readStatusBody = named("UpdateInboxNotificationReadStatusRequest", z.object({ is_read: z.boolean() }));

@@ -109,7 +109,7 @@ export class UserInbox extends DurableObject<Env> {
     return { stored: result.row !== undefined, unreadCount: result.unreadCount };
   }
 
-  /** N3: newest first, keyset-paged on (created_at, id) so equal timestamps are never skipped or repeated. */
+  /** The inbox list: newest first, keyset-paged on (created_at, id) so equal timestamps are never skipped or repeated. */
   list(filter: InboxFilter, startingBefore: string | undefined, limit: number): ListResult {
     const conditions: SQL[] = [];
     if (startingBefore !== undefined) {
@@ -153,7 +153,7 @@ export class UserInbox extends DurableObject<Env> {
     return { ok: true, notificationsJson: json?.json ?? "[]", unreadCount: this.unreadCount() };
   }
 
-  /** Which of these ids are notifications in this inbox (A2 `resource_id` lookups). */
+  /** Which of these ids are notifications in this inbox (`POST /authcheck` `resource_id` lookups). */
   existing(ids: string[]): string[] {
     return inSlices(ids).flatMap((slice) =>
       this.db
@@ -165,7 +165,7 @@ export class UserInbox extends DurableObject<Env> {
     );
   }
 
-  /** N4: every unread notification becomes read now; already-read ones keep their `read_at`. */
+  /** mark-all-as-read: every unread notification becomes read now; already-read ones keep their `read_at`. */
   markAllRead(): { unreadCount: number } {
     const readAt = nowIso();
     const changed = this.transact(() => {
@@ -179,7 +179,7 @@ export class UserInbox extends DurableObject<Env> {
     return { unreadCount: 0 };
   }
 
-  /** N6: sets or clears `read_at`; null when the notification is not in this inbox. */
+  /** read-status: sets or clears `read_at`; null when the notification is not in this inbox. */
   setReadStatus(id: string, isRead: boolean): ReadStatusResult {
     const result = this.transact(() => {
       const row = this.db.select().from(inboxNotifications).where(eq(inboxNotifications.id, id)).get();
@@ -196,7 +196,7 @@ export class UserInbox extends DurableObject<Env> {
     return { notification, unreadCount: result.unreadCount };
   }
 
-  /** N5: the Worker has authenticated the caller and validated the filters; this only accepts the socket. */
+  /** The watch: the Worker has authenticated the caller and validated the filters; this only accepts the socket. */
   override async fetch(request: Request): Promise<Response> {
     const header = request.headers.get(WATCH_HEADER);
     if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket" || !header) {

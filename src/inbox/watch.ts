@@ -8,16 +8,16 @@ export const WATCH_HEADER = "X-Herald-Watch";
 export interface WatchAttachment {
   filter: InboxFilter;
   format: WatchFormat;
-  /** Opt-in (`sync_read_state=true`): also receive read-state changes made by N4/N6. */
+  /** Opt-in (`sync_read_state=true`): also receive read-state changes made by mark-all-as-read and read-status. */
   syncReadState: boolean;
   /** The credential that opened the socket, and when it expires (epoch ms) as last known: the object's alarm closes the socket then, unless the session slid forward. */
   session?: { keyId: string; expiresAt: number };
 }
 
 /**
- * Close codes of the watch socket (documented in the README):
+ * Close codes of the watch socket (docs/api.md, Watching the inbox):
  * - 4008: the client fell behind (its send buffer passed MAX_BUFFERED_BYTES). Nothing is dropped silently: the
- *   client reconnects and lists the inbox with N3 to catch up.
+ *   client reconnects and lists the inbox to catch up.
  */
 const CLOSE_FELL_BEHIND = 4008;
 /**
@@ -27,7 +27,7 @@ const CLOSE_FELL_BEHIND = 4008;
 export const CLOSE_SESSION_ENDED = 4401;
 const MAX_BUFFERED_BYTES = 1024 * 1024;
 
-/** N5's frame: exactly the interface's GetInboxNotificationResponse, title and content rendered per `format`. */
+/** The watch's frame: exactly the interface's GetInboxNotificationResponse, title and content rendered per `format`. */
 export function watchFrame(notification: InboxNotification, unreadCount: number, format: WatchFormat): string {
   const rendered =
     format === "plaintext"
@@ -36,7 +36,7 @@ export function watchFrame(notification: InboxNotification, unreadCount: number,
   return JSON.stringify({ notification: rendered, unread_count: unreadCount });
 }
 
-/** N6 changes one notification; N4 marks everything up to `read_at` read. */
+/** read-status changes one notification; mark-all-as-read marks everything up to `read_at` read. */
 export type ReadStateChange = { id: string; read_at: string | null } | { all: true; read_at: string };
 
 /** Sync frames carry `read_state` instead of `notification`, so a client tells the two apart by key. */

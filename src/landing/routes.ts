@@ -8,7 +8,7 @@ import { describeRoute } from "../openapi/describe";
 import { landingPage, type LandingView } from "./page";
 
 /**
- * `/` for a browser: where a sign-in lands, and what a person who types the address sees (README, Endpoints; until the
+ * `/` for a browser: where a sign-in lands, and what a person who types the address sees (docs/api.md, Endpoints; until the
  * dashboard replaces it). Signed in by cookie (or any credential): who you are; otherwise how to sign in. An invalid
  * or expired credential is simply "signed out" here, never an error page.
  */

@@ -46,7 +46,7 @@ export async function hmacHex(secret: string, message: string): Promise<string> 
   return toHex(await crypto.subtle.sign("HMAC", await hmacKey(secret), encoder.encode(message)));
 }
 
-/** Current time as RFC 3339 UTC with milliseconds (SPEC §1). */
+/** Current time as RFC 3339 UTC with milliseconds (docs/api.md, Conventions). */
 export function nowIso(now: number = Date.now()): string {
   return new Date(now).toISOString();
 }

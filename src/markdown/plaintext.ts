@@ -2,7 +2,7 @@ import { Lexer, type Token, type Tokens } from "marked";
 import { safeHref } from "./links";
 
 /**
- * Markdown → plain text for clients that cannot render Markdown (SPEC §6: `plaintext` strips Markdown, links become
+ * Markdown → plain text for clients that cannot render Markdown (docs/api.md (Notification delivery): `plaintext` strips Markdown, links become
  * `text (url)`). Parsed by marked's lexer, so emphasis, headings, lists and escapes are understood, not regex-guessed.
  * A URL the link policy refuses (links.ts) is left out: only its text remains.
  */

@@ -25,7 +25,7 @@ export interface EnqueueRequest {
 const PAYLOAD_VERSION = "1.2";
 
 /**
- * The one way any producer sends a notification (SPEC §6): one durable message per method — the template's (or
+ * The one way any producer sends a notification (docs/api.md, Notification delivery): one durable message per method — the template's (or
  * deployment's) external method, plus the inbox unless the template is external-only. Disabled templates are
  * recorded as `inhibited`; mandatory ones ignore preferences. Unless the notifier is paused, the inbox copy goes
  * straight to the user's object and the external one onto the queue, after the rows are committed.

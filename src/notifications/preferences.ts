@@ -27,7 +27,7 @@ async function preferencesOf(db: Database, userId: string) {
   return rows.map((p) => ({ id: p.templateId, disabled: p.disabled, updated_at: p.updatedAt }));
 }
 
-/** The user themself or an owner; someone who can see the user but not its preferences gets 403 (SPEC §4). */
+/** The user themself or an owner; someone who can see the user but not its preferences gets 403 (docs/api.md, Notifications). */
 async function targetUser(c: Context<AppEnv>, action: "read" | "update"): Promise<UserRow> {
   const user = await resolveUser(c, c.req.param("user") ?? "");
   if (!can(c, action, { type: "notification_preference", ownerId: user.id })) {
@@ -38,7 +38,7 @@ async function targetUser(c: Context<AppEnv>, action: "read" | "update"): Promis
 
 const PREFERENCES_403: Errors = { 403: "The caller can see the user but is neither that user nor an owner." };
 
-/** N12 and N13. */
+/** Per-user template preferences (docs/api.md, Notifications). */
 export const preferenceRoutes = new Hono<AppEnv>()
   .get(
     "/users/:user/notifications/preferences",

@@ -66,7 +66,7 @@ export function parseActions(json: string): { label: string; url: string }[] {
 
 /**
  * Renders a template for one recipient. Labels are escaped for Markdown, except in custom templates whose title and
- * message are the sender's own Markdown (SPEC §6); action URLs get URL-encoded values.
+ * message are the sender's own Markdown (docs/api.md, Notification delivery); action URLs get URL-encoded values.
  */
 export function renderTemplate(template: TemplateRow, ctx: RenderContext): RenderedNotification {
   const escapeLabel = template.kind === "custom" ? verbatim : escapeMarkdown;

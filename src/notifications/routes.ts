@@ -58,7 +58,7 @@ async function templatesOfKind(c: Context<AppEnv>, kind: TemplateRow["kind"]) {
     const rows = await db.select().from(notificationTemplates).where(eq(notificationTemplates.kind, kind)).orderBy(asc(notificationTemplates.name));
     return c.json(rows.map(toTemplateResponse), 200);
   } catch {
-    // N9/N10's documented 500: the storage failed (the error handler would log it the same way).
+    // The template lists' documented 500: the storage failed (the error handler would log it the same way).
     throw new ApiError(500, `Failed to retrieve ${kind} notification templates.`, { detail: `Request ID: ${c.get("requestId")}` });
   }
 }
@@ -74,7 +74,7 @@ function describeTemplates(kind: TemplateRow["kind"], operationId: string) {
   });
 }
 
-/** N1, N2, N7–N11 and the admin view of deliveries (SPEC §4). */
+/** Sending, dispatch methods, the notifier setting, templates and the delivery log (docs/api.md, Notifications). */
 export const notificationRoutes = new Hono<AppEnv>()
   .post(
     "/notifications/custom",

@@ -7,7 +7,7 @@ const CUSTOM_TITLE_MAX = 120;
 const CUSTOM_MESSAGE_MAX = 2000;
 
 /**
- * N1: at least one of title/message non-empty after trimming; lengths 120 / 2000. The title becomes an e-mail Subject,
+ * `POST /notifications/custom`: at least one of title/message non-empty after trimming; lengths 120 / 2000. The title becomes an e-mail Subject,
  * so it may hold no control character at all (line breaks and tabs included); the message is Markdown and may have
  * line breaks (docs/email.md).
  */

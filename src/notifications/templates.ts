@@ -1,4 +1,4 @@
-/** Stable ids of the catalogue (SPEC §6), for producers that send a specific template. */
+/** Stable ids of the catalogue (docs/api.md, Notification delivery), for producers that send a specific template. */
 export const TEMPLATE_IDS = {
   test: "c425f63e-716a-4bf4-ae24-78348f706c3f",
   custom: "39b1e189-c857-4b0c-877a-511144c18516",

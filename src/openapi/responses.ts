@@ -20,7 +20,7 @@ const ValidationError = named(
   z.strictObject({ field: described("JSON path of the bad field, e.g. `content.title`.", z.string()), detail: z.string() }),
 );
 
-/** SPEC §1: every error body, and a few success replies. */
+/** docs/api.md (Conventions): every error body, and a few success replies. */
 export const ResponseBody = named(
   "Response",
   z.strictObject({
@@ -28,7 +28,7 @@ export const ResponseBody = named(
     detail: z.string().optional(),
     validations: z.array(ValidationError).optional(),
   }),
-  "Generic message body (interface §2 \"Response\"): every non-2xx body with content has this shape; `detail` and `validations` are omitted when empty.",
+  "Generic message body: every non-2xx body with content has this shape; `detail` and `validations` are omitted when empty.",
 );
 
 export const ExternalAPIKeyScopes = named(

@@ -22,7 +22,7 @@ const TO_USER: Partial<Record<AccountEvent, string>> = {
 };
 
 /**
- * SPEC §6 account notices: owners and user-admins (except the actor) hear of every account change, and the
+ * docs/api.md (Notification delivery) account notices: owners and user-admins (except the actor) hear of every account change, and the
  * account itself hears of its suspension or activation. Runs after the response; a failure is logged, never
  * turned into a failed account change.
  */
@@ -56,7 +56,7 @@ export function notifyAccountEvent(c: Context<AppEnv>, event: AccountEvent, acco
   c.executionCtx.waitUntil(work);
 }
 
-/** The mandatory "Password changed" notice (after A4 and after a password change). */
+/** The mandatory "Password changed" notice (after a passcode reset and after a password change). */
 export async function sendPasswordChangedNotice(env: AppEnv["Bindings"], background: Background, userId: string, createdBy: string) {
   await enqueueNotification(env, background, { userId, templateId: TEMPLATE_IDS.passwordChanged, createdBy });
 }

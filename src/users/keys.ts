@@ -48,7 +48,7 @@ function withinScopes(callerScopes: readonly string[], requested: readonly strin
   });
 }
 
-/** Named API tokens (SPEC §7) and login sessions. */
+/** Named API tokens (docs/api.md, Sign-in, accounts and authorization) and login sessions. */
 export const keyRoutes = new Hono<AppEnv>()
   .post(
     "/users/:user/keys/tokens",

@@ -8,7 +8,7 @@ import { canonicalId, isUuidShaped } from "../http/ids";
 import type { AppEnv } from "../http/types";
 
 /**
- * SPEC §2 `{user}`: `me`, a UUID or a username (case-insensitive). Missing, deleted, or not readable by the caller
+ * docs/api.md (Conventions) `{user}`: `me`, a UUID or a username (case-insensitive). Missing, deleted, or not readable by the caller
  * all answer the same 404, so the endpoint does not reveal which users exist.
  */
 export async function resolveUser(c: Context<AppEnv>, param: string): Promise<UserRow> {

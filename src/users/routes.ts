@@ -44,7 +44,7 @@ async function firstUserExists(d1: D1Database): Promise<boolean> {
   return (await db.select({ id: users.id }).from(users).limit(1)).length > 0;
 }
 
-/** Accounts (SPEC §7): bootstrap, create/list/get/delete, roles, status and password. */
+/** Accounts (docs/api.md, Sign-in, accounts and authorization): bootstrap, create/list/get/delete, roles, status and password. */
 export const userRoutes = new Hono<AppEnv>()
   .get(
     "/users/first",
@@ -311,7 +311,7 @@ export const userRoutes = new Hono<AppEnv>()
       if (added.length === 0 && removed.length === 0) return c.json(await userResponse(db, user), 200);
       for (const role of added) assertCan(c, "assign", { type: "assign_role" }, `You cannot assign the role "${role}".`);
       for (const role of removed) assertCan(c, "unassign", { type: "assign_role" }, `You cannot unassign the role "${role}".`);
-      // SPEC §5: only an owner grants (or takes away) site roles other than member.
+      // docs/authorization.md: only an owner grants (or takes away) site roles other than member.
       if ((added.length > 0 || removed.length > 0) && !c.var.auth.subject.siteRoles.includes("owner")) {
         throw forbidden("Forbidden.", "Only an owner can grant or remove site roles other than member.");
       }

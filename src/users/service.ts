@@ -62,7 +62,7 @@ export async function userResponse(db: Database, user: Omit<UserRow, "hashedPass
   return toUserResponse(user, (await organizationIdsOf(db, [user.id])).get(user.id) ?? []);
 }
 
-/** SPEC A6's policy, as a 400 on every path that sets a password. */
+/** The password policy (docs/security.md), as a 400 on every path that sets a password. */
 export function assertPasswordPolicy(password: string, context: { email?: string; username?: string; name?: string }) {
   const { valid, details } = checkPasswordPolicy(password, context);
   if (!valid) throw badRequest("Invalid password.", { validations: [{ field: "password", detail: details }] });

@@ -150,7 +150,8 @@ describe("request ids", () => {
   });
 
   it("replaces anything else with a fresh UUID, so no client text reaches the audit log", async () => {
-    for (const given of ["short", "x".repeat(65), "<script>alert(1)</script>", "a b c d e f g h", "-leading-dash-1234", "ünïcödé-request-id"]) {
+    // Non-ASCII fails the same character class; it is not sent here because workerd warns on building such a header.
+    for (const given of ["short", "x".repeat(65), "<script>alert(1)</script>", "a b c d e f g h", "-leading-dash-1234", "request/id/with/slashes", "id;with=separators"]) {
       const res = await createTokenWith(given);
       const answered = res.headers.get("X-Request-Id") ?? "";
       expect(answered).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);

@@ -10,7 +10,7 @@
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import Provider, { type Account, type Configuration, type InteractionResults, type JWK } from "oidc-provider";
+import Provider, { type Account, type Adapter, type AdapterPayload, type Configuration, type InteractionResults, type JWK } from "oidc-provider";
 
 /** The identity the provider signs in as. Claim names are the OIDC standard ones, so they reach tokens as-is. */
 export interface OidcAccount {
@@ -194,8 +194,62 @@ export class OidcPeer {
   }
 }
 
+/**
+ * The provider's state (sessions, grants, codes) in memory, per model, with expiry. Stated explicitly rather than
+ * left to oidc-provider's development adapter, which warns on start that it must be replaced: in a test peer that
+ * lives for one run, memory is the intended store.
+ */
+class MemoryAdapter implements Adapter {
+  private static readonly stores = new Map<string, Map<string, { payload: AdapterPayload; expiresAt: number }>>();
+  private readonly store: Map<string, { payload: AdapterPayload; expiresAt: number }>;
+
+  constructor(model: string) {
+    const existing = MemoryAdapter.stores.get(model);
+    this.store = existing ?? new Map();
+    if (!existing) MemoryAdapter.stores.set(model, this.store);
+  }
+
+  async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
+    this.store.set(id, { payload, expiresAt: expiresIn ? Date.now() + expiresIn * 1000 : Number.POSITIVE_INFINITY });
+  }
+
+  async find(id: string): Promise<AdapterPayload | undefined> {
+    const entry = this.store.get(id);
+    if (!entry) return undefined;
+    if (entry.expiresAt <= Date.now()) {
+      this.store.delete(id);
+      return undefined;
+    }
+    return entry.payload;
+  }
+
+  async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
+    for (const [id, entry] of this.store) if (entry.payload.userCode === userCode) return this.find(id);
+    return undefined;
+  }
+
+  async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+    for (const [id, entry] of this.store) if (entry.payload.uid === uid) return this.find(id);
+    return undefined;
+  }
+
+  async consume(id: string): Promise<void> {
+    const entry = this.store.get(id);
+    if (entry) entry.payload.consumed = Math.floor(Date.now() / 1000);
+  }
+
+  async destroy(id: string): Promise<void> {
+    this.store.delete(id);
+  }
+
+  async revokeByGrantId(grantId: string): Promise<void> {
+    for (const [id, entry] of this.store) if (entry.payload.grantId === grantId) this.store.delete(id);
+  }
+}
+
 function configuration(findAccountClaims: (sub: string) => OidcAccount | undefined): Configuration {
   return {
+    adapter: MemoryAdapter,
     clients: [
       {
         client_id: OIDC_CLIENT_ID,

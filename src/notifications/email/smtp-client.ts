@@ -67,6 +67,20 @@ interface Reply {
 
 const CRLF = "\r\n";
 const encoder = new TextEncoder();
+/**
+ * A socket whose `closed` promise is observed. A refused or dropped connection rejects `closed` as well as the read
+ * or `opened` that reports it; nothing else awaits `closed`, and an unobserved rejection would surface as an
+ * uncaught "Network connection lost" in the runtime's log.
+ */
+function observed(socket: Socket): Socket {
+  socket.closed.catch(() => undefined);
+  return socket;
+}
+
+function dial(address: { hostname: string; port: number }, options: Parameters<typeof connect>[1]): Socket {
+  return observed(connect(address, options));
+}
+
 /** A reply line longer than this is not SMTP (RFC 5321 §4.5.3.1.5 allows 512); stop reading rather than buffer it. */
 const MAX_REPLY_LINE = 4096;
 
@@ -96,7 +110,7 @@ class Connection {
   upgrade(): void {
     this.reader.releaseLock();
     this.writer.releaseLock();
-    this.socket = this.socket.startTls();
+    this.socket = observed(this.socket.startTls());
     this.reader = this.socket.readable.getReader();
     this.writer = this.socket.writable.getWriter();
     this.decoder = new TextDecoder();
@@ -229,7 +243,7 @@ async function tlsFailure(options: SmtpOptions): Promise<SmtpFailure> {
 }
 
 async function diagnoseCertificate(options: SmtpOptions): Promise<string | undefined> {
-  const socket = connect({ hostname: options.host, port: options.port }, { secureTransport: "off", allowHalfOpen: false });
+  const socket = dial({ hostname: options.host, port: options.port }, { secureTransport: "off", allowHalfOpen: false });
   const conn = new Connection(socket, Date.now() + DIAGNOSIS_MS);
   const diagnose = async (): Promise<string | undefined> => {
     await socket.opened;
@@ -260,7 +274,7 @@ async function diagnoseCertificate(options: SmtpOptions): Promise<string | undef
 
 /** Whether a plain TCP connection to the server opens, to tell a refused certificate from a server that is down. */
 async function reachable(options: SmtpOptions): Promise<boolean> {
-  const socket = connect({ hostname: options.host, port: options.port }, { secureTransport: "off", allowHalfOpen: false });
+  const socket = dial({ hostname: options.host, port: options.port }, { secureTransport: "off", allowHalfOpen: false });
   try {
     await withTimeout(socket.opened, Math.min(30_000, options.deadline - Date.now()), "connect");
     return true;
@@ -291,7 +305,7 @@ export async function sendMail(options: SmtpOptions, envelope: Envelope, data: s
   let tlsStage = false;
   let conn: Connection | undefined;
   try {
-    const socket = connect(
+    const socket = dial(
       { hostname: options.host, port: options.port },
       { secureTransport: options.tls === "tls" ? "on" : options.tls === "starttls" ? "starttls" : "off", allowHalfOpen: false },
     );
