@@ -10,14 +10,12 @@
 //
 // Plain Node ESM with no dependencies; it runs on Node 20. Herald itself needs Node ≥ 22.12 (wrangler): the server is
 // started with the Node that npm scripts use, the project's pinned one in node_modules/.bin, when this one is older.
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { STATUS_CODES } from "node:http";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort, startLocalHerald } from "./local-herald.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const check = process.argv.includes("--check");
@@ -39,27 +37,6 @@ const BLOCKS = {
 // ---------------------------------------------------------------------------------------------------------------
 // Starting Herald as `npm start` does
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** The Node `npm start` would use: npm scripts put node_modules/.bin (the pinned Node 24) first on PATH. */
-function serverNode() {
-  const major = Number(process.versions.node.split(".")[0]);
-  const pinned = path.join(root, "node_modules", ".bin", process.platform === "win32" ? "node.exe" : "node");
-  if (major >= 22) return process.execPath;
-  if (existsSync(pinned)) return pinned;
-  throw new Error(`Herald needs Node ≥ 22.12 and this is ${process.version}: run \`npm install\`, then \`npm run docs:walkthrough\`.`);
-}
-
 /** Stops the server when this script is interrupted, also while it is still starting. */
 let stopOnSignal = async () => {};
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
@@ -73,65 +50,14 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
  */
 async function startHerald() {
   const port = await freePort();
-  const persist = mkdtempSync(path.join(tmpdir(), "herald-walkthrough-"));
-  const envFile = path.join(persist, "walkthrough.env");
-  writeFileSync(envFile, `SECRET_KEY=${randomBytes(48).toString("base64url")}\nACCESS_URL=http://localhost:8787\n`, { mode: 0o600 });
-  const env = { ...process.env, PORT: String(port), CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", CI: "true" };
-  delete env.ACCESS_URL; // the env file's value, not a developer's exported one
-  env.PATH = `${path.join(root, "node_modules", ".bin")}${path.delimiter}${env.PATH ?? ""}`;
-  const child = spawn(serverNode(), ["scripts/dev.mjs", "--persist-to", persist, "--env-file", envFile], {
-    cwd: root,
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: process.platform !== "win32", // its own process group, so stopping it also stops wrangler and workerd
+  return startLocalHerald({
+    port,
+    label: "herald-walkthrough",
+    settings: { SECRET_KEY: randomBytes(48).toString("base64url"), ACCESS_URL: "http://localhost:8787" },
+    onSpawn: (stop) => {
+      stopOnSignal = stop;
+    },
   });
-  let output = "";
-  child.stdout.on("data", (d) => (output += d));
-  child.stderr.on("data", (d) => (output += d));
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    const signal = (name) => {
-      try {
-        if (process.platform === "win32") child.kill(name);
-        else process.kill(-child.pid, name);
-      } catch {
-        // already gone
-      }
-    };
-    if (child.exitCode === null && child.signalCode === null) {
-      signal("SIGTERM");
-      const timer = setTimeout(() => signal("SIGKILL"), 10_000);
-      await exited;
-      clearTimeout(timer);
-    }
-    rmSync(persist, { recursive: true, force: true });
-  };
-
-  stopOnSignal = stop;
-
-  const url = `http://localhost:${port}`;
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    if (child.exitCode !== null) {
-      await stop();
-      throw new Error(`npm start's machinery exited early:\n${output.slice(-3000)}`);
-    }
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`Herald did not answer /healthz within 120 s:\n${output.slice(-3000)}`);
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  return { url, stop };
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 // one run. Prints a table with DESIGN.md's targets and writes bench/results.json. A missed target is a finding, not
 // a failure: the run exits 0 unless the harness itself cannot run (build, start, bootstrap).
 import { mkdtempSync, rmSync } from "node:fs";
-import net from "node:net";
+import { freePort } from "../local-herald.mjs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
@@ -34,17 +34,6 @@ const HOST = "127.0.0.1";
 const PASSWORD = "Plum-Kettle-Orbit-97-Lantern";
 const clock = performance.now();
 const log = (msg) => console.log(`[bench ${((performance.now() - clock) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on("error", reject);
-    server.listen(0, HOST, () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** A JSON API call the bench cannot go on without. */
 async function api(base, method, route, { token, body, expect = [200, 201, 204] } = {}) {

@@ -72,12 +72,9 @@ export const handleError: ErrorHandler<AppEnv> = (error, c) => {
     logRefusal(c, error);
     return errorResponse(c, error);
   }
-  if (error instanceof HTTPException) {
-    // Hono's own middleware (body limit, validators) throws these.
-    if (error.status === 413) return errorResponse(c, new ApiError(413, Messages.tooLarge, { detail: "The limit is 1 MiB." }));
-    if (error.status === 400) return errorResponse(c, new ApiError(400, Messages.badJson));
-    if (error.status < 500) return errorResponse(c, new ApiError(error.status as 400, error.message || Messages.forbidden));
-  }
+  // The one Hono exception that reaches here: the validators' JSON parse of a body that is not JSON (bodyLimit answers
+  // through ApiError). Anything else is unexpected, and answered as such below.
+  if (error instanceof HTTPException && error.status === 400) return errorResponse(c, new ApiError(400, Messages.badJson));
   const requestId = c.get("requestId") ?? "unknown";
   if (error instanceof ConfigError) console.error(`[herald] ${error.message} (request ${requestId})`);
   else console.error(`[herald] unexpected error in request ${requestId}: ${describeForLog(error)}`);

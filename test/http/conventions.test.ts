@@ -71,6 +71,30 @@ describe("SPEC §1 conventions", () => {
     await waitOnExecutionContext(ctx);
   });
 
+  it("over https the session cookie is __Host- prefixed, Secure, Path=/, and is the one read back (docs/api.md, Conventions)", async () => {
+    const { email, password } = await createUser();
+    const secure = { ...env, ACCESS_URL: "https://herald.example.com" };
+    const ctx = createExecutionContext();
+    const signIn = await fetchApp(
+      new Request("https://herald.example.com/api/v2/users/login", { method: "POST", body: JSON.stringify({ email, password }), headers: { "CF-Connecting-IP": "198.51.100.7" } }),
+      secure,
+      ctx,
+    );
+    expect(signIn.status).toBe(201);
+    const cookie = signIn.headers.get("Set-Cookie") ?? "";
+    expect(cookie).toMatch(/^__Host-service_session_token=[0-9A-Za-z]{10}-[0-9A-Za-z]{22};/);
+    expect(cookie).toMatch(/; Path=\/(;|$)/);
+    expect(cookie).toMatch(/; Secure/);
+    expect(cookie).toMatch(/; HttpOnly/);
+    const pair = cookie.split(";")[0] ?? "";
+    const me = await fetchApp(new Request("https://herald.example.com/api/v2/users/me", { headers: { Cookie: pair } }), secure, ctx);
+    expect(me.status).toBe(200);
+    // The unprefixed name is not a session over https: a plain-http page on the host could have planted it.
+    const planted = await fetchApp(new Request("https://herald.example.com/api/v2/users/me", { headers: { Cookie: pair.replace("__Host-", "") } }), secure, ctx);
+    expect(planted.status).toBe(401);
+    await waitOnExecutionContext(ctx);
+  });
+
   it("logs every refused credential, permission and rate limit as one JSON line without secrets (ASVS 16.3)", async () => {
     const lines: Record<string, unknown>[] = [];
     const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => {

@@ -1,0 +1,9 @@
+/** Types of scripts/local-herald.mjs, for the TypeScript end-to-end suite. */
+export function freePort(): Promise<number>;
+export function startLocalHerald(options: {
+  port: number;
+  settings: Record<string, string>;
+  label?: string;
+  timeoutMs?: number;
+  onSpawn?: (stop: () => Promise<void>) => void;
+}): Promise<{ url: string; stop(): Promise<void> }>;
