@@ -7,12 +7,14 @@ import { getConfig } from "./config/config";
 import { passwordResetRoutes } from "./auth/password-reset";
 import { authRoutes } from "./auth/routes";
 import { authzRoutes } from "./authz/routes";
+import { onRevocation } from "./auth/revocation";
 import { ApiError, Messages } from "./http/errors";
 import { MAX_BODY_BYTES } from "./http/limits";
 import { handleError, httpsOnly, loadConfig, methodNotAllowedIn, requestIds, routeNotFound } from "./http/middleware";
 import type { AppEnv } from "./http/types";
 import { jsonWhateverContentType } from "./http/validate";
 import { externalLoginRoutes } from "./external/routes";
+import { closeRevokedWatches } from "./inbox/revoke";
 import { inboxRoutes } from "./inbox/routes";
 import { landingRoutes } from "./landing/routes";
 import { describeRoute } from "./openapi/describe";
@@ -33,6 +35,9 @@ const api = new Hono<AppEnv>()
   .route("/", notificationRoutes)
   .route("/", preferenceRoutes)
   .route("/", userRoutes);
+
+// The inbox holds watch sockets that a revoked credential opened: it subscribes, so auth imports no feature.
+onRevocation(closeRevokedWatches);
 
 export const app = new Hono<AppEnv>();
 

@@ -17,6 +17,11 @@ export interface CallOptions {
 
 /** Calls the Worker exactly as a client would, through its fetch handler. */
 export async function call(method: string, path: string, options: CallOptions = {}): Promise<Response> {
+  return send(apiRequest(method, path, options));
+}
+
+/** The request `call` sends: JSON body, credential header, a distinct client address. */
+export function apiRequest(method: string, path: string, options: CallOptions = {}): Request {
   const headers = new Headers(options.headers);
   if (options.token) headers.set("Service-Session-Token", options.token);
   let body: string | undefined;
@@ -26,7 +31,7 @@ export async function call(method: string, path: string, options: CallOptions = 
   // A distinct client address per call keeps the per-IP sign-in limit out of tests that are not about it.
   if (!headers.has("CF-Connecting-IP")) headers.set("CF-Connecting-IP", `10.0.${Math.floor(Math.random() * 255)}.${Math.floor(Math.random() * 255)}`);
   const url = path.startsWith("http") ? path : `${BASE}/api/v2${path}`;
-  return send(new Request(url, { method, headers, body }));
+  return new Request(url, { method, headers, body });
 }
 
 /**

@@ -3,7 +3,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { database, type Database } from "../db/client";
-import { apiKeys, oneTimePasscodes, passcodeMails, users, type UserRow } from "../db/schema";
+import { oneTimePasscodes, passcodeMails, type UserRow } from "../db/schema";
 import type { Env } from "../env";
 import { badRequest } from "../http/errors";
 import type { AppEnv } from "../http/types";
@@ -13,7 +13,7 @@ import { named } from "../openapi/registry";
 import { nowIso } from "../lib/crypto";
 import { enqueueNotification } from "../notifications/enqueue";
 import { TEMPLATE_IDS } from "../notifications/templates";
-import { credentialsRevoked } from "./revocation";
+import { commitAccountChanges, setPassword } from "./account-changes";
 import { sendPasswordChangedNotice } from "../users/events";
 import { assertPasswordPolicy, findLiveUserByEmail } from "../users/service";
 import { codeHmac, consumePasscode, issuePasscode, passcodeMatches, refundPasscodeTry } from "./otp";
@@ -175,17 +175,13 @@ export const passwordResetRoutes = new Hono<AppEnv>()
           .from(oneTimePasscodes)
           .where(and(eq(oneTimePasscodes.userId, user.id), eq(oneTimePasscodes.codeHmac, hmac))),
       );
-      const [, , consumed] = await db.batch([
-        db
-          .update(users)
-          .set({ hashedPassword, updatedAt: nowIso() })
-          .where(and(eq(users.id, user.id), stillValid)),
-        db.delete(apiKeys).where(and(eq(apiKeys.userId, user.id), stillValid)),
+      const {
+        results: [consumed],
+      } = await commitAccountChanges(c, db, [setPassword(db, user.id, hashedPassword, { onlyIf: stillValid })], [
         consumePasscode(db, user.id, hmac),
-      ]);
+      ] as const);
       if (consumed.length === 0) throw badRequest(INCORRECT, { event: "authentication_failed" });
       await db.batch([auditInsert(db, c, { userId: user.id, action: "reset_password", resourceType: "user", resourceId: user.id })]);
-      credentialsRevoked(c.env, c.executionCtx, user.id);
       await sendPasswordChangedNotice(c.env, c.executionCtx, user.id, "system");
       return c.body(null, 204);
     },

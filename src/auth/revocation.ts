@@ -1,19 +1,32 @@
 import type { Env } from "../env";
-import { endWatches } from "../inbox/revoke";
 import type { Background } from "../lib/background";
 import { forgetKeys, forgetUser } from "./key-cache";
 
 /**
- * After credentials stop working (deleted keys, or a whole user's when `keyIds` is omitted): this isolate forgets
- * them at once and the user's inbox closes the watch sockets they opened.
+ * What an account or key change made stale, announced after it commits (docs/architecture.md, "Account changes"):
+ * - `credentials-ended`: these keys (or all of the user's) stopped working;
+ * - `user-changed`: the keys still work but what was cached about their user (roles, status) is out of date.
  */
-export function credentialsRevoked(env: Env, background: Background, userId: string, keyIds?: string[]): void {
-  if (keyIds) forgetKeys(keyIds);
-  else forgetUser(userId);
-  endWatches(env, background, userId, keyIds);
+export type Revocation =
+  | { readonly kind: "credentials-ended"; readonly userId: string; readonly keyIds: readonly string[] | "all" }
+  | { readonly kind: "user-changed"; readonly userId: string };
+
+/** A feature that holds something a revocation must end (the inbox: watch sockets). Runs after the response. */
+export type RevocationListener = (revocation: Revocation, env: Env, background: Background) => void;
+
+const listeners = new Set<RevocationListener>();
+
+/** Subscribes a feature to every revocation; the composition root (src/app.ts) wires them, so auth imports no feature. */
+export function onRevocation(listener: RevocationListener): void {
+  listeners.add(listener);
 }
 
-/** The user's roles or status changed: what this isolate cached about its keys is stale. */
-export function userChanged(userId: string): void {
-  forgetUser(userId);
+/**
+ * This isolate forgets the stale credentials at once (other isolates within AUTH_CACHE_TTL, docs/configuration.md),
+ * then every subscriber hears of it. Called only by `commitAccountChanges` (src/auth/account-changes.ts).
+ */
+export function announceRevocation(revocation: Revocation, env: Env, background: Background): void {
+  if (revocation.kind === "credentials-ended" && revocation.keyIds !== "all") forgetKeys(revocation.keyIds);
+  else forgetUser(revocation.userId);
+  for (const listener of listeners) listener(revocation, env, background);
 }

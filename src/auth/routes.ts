@@ -17,7 +17,7 @@ import { LoginMessages, verifyLogin } from "./login";
 import { authMethods } from "./methods";
 import { checkPasswordPolicy } from "./passwords/policy";
 import { limitPerAccount, limitPerIp, limitSensitive } from "./rate-limit";
-import { credentialsRevoked } from "./revocation";
+import { commitAccountChanges, endKeys } from "./account-changes";
 import { presentedSession, refuseCrossSite, requireAuth } from "./session";
 
 export const loginBody = named("LoginWithPasswordRequest", z.object({ email: z.email().max(320), password: z.string().max(1024) }));
@@ -71,7 +71,9 @@ export const authRoutes = new Hono<AppEnv>()
       const user = await verifyLogin(db, email, password);
       const session = await issueKey(db, { userId: user.id, loginType: "password", lifetimeMs: loginSessionLifetime(config) });
       const replaced = await presentedSession(c, db);
-      await db.batch([
+      // Signing in over a session this browser still holds replaces it, in the same transaction.
+      const replacing = replaced ? [endKeys(db, replaced.userId, eq(apiKeys.id, replaced.id))] : [];
+      await commitAccountChanges(c, db, replacing, [
         session.insert,
         db.update(users).set({ lastSeenAt: session.row.createdAt }).where(eq(users.id, user.id)),
         auditInsert(db, c, {
@@ -81,9 +83,7 @@ export const authRoutes = new Hono<AppEnv>()
           resourceId: session.row.id,
           ...(replaced ? { diff: { replaced: replaced.id } } : {}),
         }),
-        ...(replaced ? [db.delete(apiKeys).where(eq(apiKeys.id, replaced.id))] : []),
       ]);
-      if (replaced) credentialsRevoked(c.env, c.executionCtx, replaced.userId, [replaced.id]);
       setSessionCookie(c, config, session.token, new Date(session.row.expiresAt));
       return c.json({ session_token: session.token }, 201);
     },
@@ -103,12 +103,13 @@ export const authRoutes = new Hono<AppEnv>()
       assertScope(c, "api_key", "delete");
       const { key, user } = c.var.auth;
       const db = database(c.env.DB);
-      await db.batch([
-        db.delete(apiKeys).where(eq(apiKeys.id, key.id)),
-        auditInsert(db, c, { userId: user.id, action: "logout", resourceType: "api_key", resourceId: key.id }),
-      ]);
+      await commitAccountChanges(
+        c,
+        db,
+        [endKeys(db, user.id, eq(apiKeys.id, key.id))],
+        [auditInsert(db, c, { userId: user.id, action: "logout", resourceType: "api_key", resourceId: key.id })],
+      );
       clearSessionCookie(c, c.var.config);
-      credentialsRevoked(c.env, c.executionCtx, user.id, [key.id]);
       return c.json({ message: "Logged out!" }, 200);
     },
   )

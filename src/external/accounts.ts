@@ -3,11 +3,11 @@ import type { Context } from "hono";
 import { auditInsert } from "../audit/log";
 import { LoginMessages } from "../auth/login";
 import { database, type Database } from "../db/client";
-import { apiKeys, loginConversions, organizationMembers, userLinks, users, type UserRow } from "../db/schema";
+import { loginConversions, organizationMembers, userLinks, users, type UserRow } from "../db/schema";
 import { ApiError, conflict, forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { hmacHex, nowIso, randomAlphanumeric } from "../lib/crypto";
-import { credentialsRevoked } from "../auth/revocation";
+import { commitAccountChanges, convertLogin } from "../auth/account-changes";
 import { enqueueNotification } from "../notifications/enqueue";
 import { TEMPLATE_IDS } from "../notifications/templates";
 import { defaultOrganizationId, findLiveUserByEmail, isUniqueViolation } from "../users/service";
@@ -57,10 +57,20 @@ function linkInsert(db: Database, identity: ExternalIdentity, userId: string, ty
 
 /** A username for a new account from the provider's handle: Coder's rules, made unique with a suffix. */
 async function freeUsername(db: Database, wanted: string): Promise<string> {
-  const base = wanted.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "").replace(/-{2,}/g, "-").slice(0, 24) || "user";
+  const base =
+    wanted
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .replace(/-{2,}/g, "-")
+      .slice(0, 24) || "user";
   for (let i = 0; i < 5; i++) {
     const candidate = i === 0 ? base : `${base}-${randomAlphanumeric(5).toLowerCase()}`;
-    const taken = await db.select({ id: users.id }).from(users).where(and(eq(users.username, candidate), eq(users.deleted, false))).limit(1);
+    const taken = await db
+      .select({ id: users.id })
+      .from(users)
+      .where(and(eq(users.username, candidate), eq(users.deleted, false)))
+      .limit(1);
     if (taken.length === 0) return candidate;
   }
   return `user-${randomAlphanumeric(10).toLowerCase()}`;
@@ -79,7 +89,8 @@ export async function resolveExternalUser(c: Context<AppEnv>, type: ExternalLogi
     await staleLinkDelete(db, identity);
     const byEmail = await findLiveUserByEmail(db, identity.email);
     if (byEmail) {
-      if (byEmail.loginType !== type) throw forbidden(`Incorrect login type, attempting to use "${type}" but user is of login type "${byEmail.loginType}"`);
+      if (byEmail.loginType !== type)
+        throw forbidden(`Incorrect login type, attempting to use "${type}" but user is of login type "${byEmail.loginType}"`);
       // Fix (issue 5 tests): the e-mail only finds an account on its first sign-in at this issuer. An account already
       // linked to another subject there (e.g. the address was reassigned at the IdP) is not taken over by e-mail.
       const linked = await db
@@ -125,7 +136,13 @@ async function signUp(c: Context<AppEnv>, db: Database, identity: ExternalIdenti
       db.insert(users).values(row),
       db.insert(organizationMembers).values({ userId: row.id, organizationId, roles: [], createdAt: now, updatedAt: now }),
       linkInsert(db, identity, row.id, "oidc"),
-      auditInsert(db, c, { userId: row.id, action: "signup", resourceType: "user", resourceId: row.id, diff: { login_type: "oidc", issuer: identity.issuer } }),
+      auditInsert(db, c, {
+        userId: row.id,
+        action: "signup",
+        resourceType: "user",
+        resourceId: row.id,
+        diff: { login_type: "oidc", issuer: identity.issuer },
+      }),
     ]);
   } catch (error) {
     if (isUniqueViolation(error)) throw conflict("An account for this identity was created at the same time; sign in again.");
@@ -162,7 +179,12 @@ export async function completeConversion(
     .returning({ userId: loginConversions.userId });
   if (used.length === 0) throw new ApiError(400, "The login conversion has expired or was already used: start it again.");
 
-  const user = (await db.select().from(users).where(and(eq(users.id, merge.userId), eq(users.deleted, false))))[0];
+  const user = (
+    await db
+      .select()
+      .from(users)
+      .where(and(eq(users.id, merge.userId), eq(users.deleted, false)))
+  )[0];
   if (user?.loginType !== "password") throw new ApiError(400, "User account must have password based authentication.");
   // A user suspended after starting a login conversion must not have the login changed and a session issued.
   if (user.status === "suspended") throw new ApiError(401, LoginMessages.suspended);
@@ -172,14 +194,22 @@ export async function completeConversion(
   const other = await linkedUser(db, identity);
   if (other && other.id !== user.id) throw conflict("This external identity already belongs to another account.");
 
-  await db.batch([
-    db.update(users).set({ loginType: type, hashedPassword: null, updatedAt: nowIso() }).where(eq(users.id, user.id)),
-    staleLinkDelete(db, identity),
-    linkInsert(db, identity, user.id, type).onConflictDoNothing(),
-    db.delete(apiKeys).where(eq(apiKeys.userId, user.id)),
-    auditInsert(db, c, { userId: user.id, action: "convert_login", resourceType: "user", resourceId: user.id, diff: { login_type: { old: "password", new: type }, issuer: identity.issuer } }),
-  ]);
-  credentialsRevoked(c.env, c.executionCtx, user.id);
+  await commitAccountChanges(
+    c,
+    db,
+    [convertLogin(db, user.id, type)],
+    [
+      staleLinkDelete(db, identity),
+      linkInsert(db, identity, user.id, type).onConflictDoNothing(),
+      auditInsert(db, c, {
+        userId: user.id,
+        action: "convert_login",
+        resourceType: "user",
+        resourceId: user.id,
+        diff: { login_type: { old: "password", new: type }, issuer: identity.issuer },
+      }),
+    ],
+  );
   await enqueueNotification(c.env, c.executionCtx, {
     userId: user.id,
     templateId: TEMPLATE_IDS.loginMethodChanged,

@@ -8,7 +8,7 @@ import { issueKey, loginSessionLifetime } from "../auth/keys";
 import { LoginMessages } from "../auth/login";
 import { verifyPassword } from "../auth/passwords/hash";
 import { limitPerAccount, limitPerIp } from "../auth/rate-limit";
-import { credentialsRevoked } from "../auth/revocation";
+import { commitAccountChanges, endKeys } from "../auth/account-changes";
 import { presentedSession, requireAuth } from "../auth/session";
 import { assertCan } from "../authz/guard";
 import { database } from "../db/client";
@@ -121,7 +121,8 @@ async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query:
   const db = database(c.env.DB);
   const session = await issueKey(db, { userId: user.id, loginType: provider.type, lifetimeMs: loginSessionLifetime(config) });
   const replaced = await presentedSession(c, db);
-  await db.batch([
+  const replacing = replaced ? [endKeys(db, replaced.userId, eq(apiKeys.id, replaced.id))] : [];
+  await commitAccountChanges(c, db, replacing, [
     session.insert,
     auditInsert(db, c, {
       userId: user.id,
@@ -130,9 +131,7 @@ async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query:
       resourceId: session.row.id,
       diff: { login_type: provider.type, ...(replaced ? { replaced: replaced.id } : {}) },
     }),
-    ...(replaced ? [db.delete(apiKeys).where(eq(apiKeys.id, replaced.id))] : []),
   ]);
-  if (replaced) credentialsRevoked(c.env, c.executionCtx, replaced.userId, [replaced.id]);
   setSessionCookie(c, config, session.token, new Date(session.row.expiresAt));
   clearSignedCookie(c, config, FLOW_COOKIE);
   if (flow.merge) clearSignedCookie(c, config, CONVERSION_COOKIE);
@@ -242,16 +241,14 @@ export const externalLoginRoutes = new Hono<AppEnv>()
       const expiresAt = nowIso(Date.now() + CONVERSION_TTL_MS);
       const db = database(c.env.DB);
       await db.batch([
-        db
-          .insert(loginConversions)
-          .values({
-            stateHmac: await conversionStateHmac(config.SECRET_KEY, state),
-            userId: user.id,
-            toType,
-            expiresAt,
-            usedAt: null,
-            createdAt: nowIso(),
-          }),
+        db.insert(loginConversions).values({
+          stateHmac: await conversionStateHmac(config.SECRET_KEY, state),
+          userId: user.id,
+          toType,
+          expiresAt,
+          usedAt: null,
+          createdAt: nowIso(),
+        }),
         auditInsert(db, c, { action: "start_convert_login", resourceType: "user", resourceId: user.id, diff: { to_type: toType } }),
       ]);
       const cookie: ConversionCookie = { state, userId: user.id, toType };

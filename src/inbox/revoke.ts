@@ -1,16 +1,18 @@
-import type { Env } from "../env";
-import type { Background } from "../lib/background";
-
+import type { RevocationListener } from "../auth/revocation";
 
 /**
- * After credentials are revoked, closes the watch sockets they opened (all of the user's when `keyIds` is omitted).
- * Runs after the response; a failure only leaves a socket to close itself on its next reconnect.
+ * The inbox's part in a revocation: the user's object closes the watch sockets the ended credentials opened (all of
+ * the user's when every credential ended). Runs after the response; a failure only leaves a socket to close itself
+ * on its next reconnect, which authenticates again.
  */
-export function endWatches(env: Env, background: Background, userId: string, keyIds?: string[]): void {
-  const inbox = env.USER_INBOX.get(env.USER_INBOX.idFromName(userId));
+export const closeRevokedWatches: RevocationListener = (revocation, env, background) => {
+  if (revocation.kind !== "credentials-ended") return;
+  const inbox = env.USER_INBOX.get(env.USER_INBOX.idFromName(revocation.userId));
+  const keyIds = revocation.keyIds === "all" ? undefined : [...revocation.keyIds];
+  if (keyIds?.length === 0) return;
   background.waitUntil(
     inbox.endWatches(keyIds).catch((error: unknown) => {
       console.error(`[herald] closing watch sockets failed: ${error instanceof Error ? error.name : "error"}`);
     }),
   );
-}
+};

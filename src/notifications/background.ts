@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, isNull, lt, lte, ne, or } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull, lt, lte, or } from "drizzle-orm";
 import { purgePasscodeMails } from "../auth/password-reset";
 import { database } from "../db/client";
 import { notificationMessages } from "../db/schema";
@@ -6,6 +6,7 @@ import type { Env, NotificationQueueMessage } from "../env";
 import { nowIso } from "../lib/crypto";
 import { dispatchMessage, kickMessages } from "./dispatch";
 import { readPaused } from "./settings";
+import { moveMessages } from "./status";
 
 export const DEAD_LETTER_QUEUE = "herald-notifications-dlq";
 const PURGE_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
@@ -24,10 +25,11 @@ const REDRIVE_BATCH = 500;
 export async function handleQueue(batch: MessageBatch<NotificationQueueMessage>, env: Env): Promise<void> {
   if (batch.queue === DEAD_LETTER_QUEUE) {
     const ids = batch.messages.map((m) => m.body.messageId);
-    await database(env.DB)
-      .update(notificationMessages)
-      .set({ status: "permanent_failure", statusReason: "dead-lettered: the consumer failed on every queue retry", leasedUntil: null, updatedAt: nowIso() })
-      .where(and(inArray(notificationMessages.id, ids), ne(notificationMessages.status, "sent")));
+    // Whatever was not finished yet: pending, leased or waiting for a retry.
+    await moveMessages(database(env.DB), inArray(notificationMessages.id, ids), "permanent_failure", {
+      statusReason: "dead-lettered: the consumer failed on every queue retry",
+      leasedUntil: null,
+    });
     batch.ackAll();
     return;
   }
@@ -52,10 +54,11 @@ export async function handleQueue(batch: MessageBatch<NotificationQueueMessage>,
 export async function redrive(env: Env, minAgeMs: number, at = Date.now()): Promise<number> {
   const db = database(env.DB);
   const now = nowIso(at);
-  await db
-    .update(notificationMessages)
-    .set({ status: "temporary_failure", statusReason: "lease expired before the send finished", leasedUntil: null, updatedAt: now })
-    .where(and(eq(notificationMessages.status, "leased"), lt(notificationMessages.leasedUntil, now)));
+  await moveMessages(db, lt(notificationMessages.leasedUntil, now), "temporary_failure", {
+    statusReason: "lease expired before the send finished",
+    leasedUntil: null,
+    updatedAt: now,
+  });
   if (await readPaused(db)) return 0;
   const cutoff = nowIso(at - minAgeMs);
   const due = await db

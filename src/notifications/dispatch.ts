@@ -1,4 +1,4 @@
-import { and, eq, inArray, isNull, lte, or, sql } from "drizzle-orm";
+import { and, eq, isNull, lte, or, sql } from "drizzle-orm";
 import { getConfig, type Config } from "../config/config";
 import { database, type Database } from "../db/client";
 import { notificationMessages, notificationTemplates, users, type DispatchMethod, type MessageRow, type TemplateRow } from "../db/schema";
@@ -11,6 +11,7 @@ import { sendWebhook } from "./channels/webhook";
 import { renderTemplate } from "./render";
 import { unseal } from "./sealed";
 import { readPaused } from "./settings";
+import { moveMessages } from "./status";
 
 const CHANNELS: Record<DispatchMethod, Channel> = { smtp: sendEmail, webhook: sendWebhook, inbox: sendToInbox };
 /**
@@ -42,17 +43,12 @@ function formatAge(ms: number): string {
 /** Takes the message if it is due: one UPDATE decides, so two consumers never send the same message. */
 async function lease(db: Database, id: string, at: number): Promise<MessageRow | undefined> {
   const now = nowIso(at);
-  const rows = await db
-    .update(notificationMessages)
-    .set({ status: "leased", leasedUntil: nowIso(at + LEASE_MS), attempts: sql`${notificationMessages.attempts} + 1`, updatedAt: now })
-    .where(
-      and(
-        eq(notificationMessages.id, id),
-        inArray(notificationMessages.status, ["pending", "temporary_failure"]),
-        or(isNull(notificationMessages.nextRetryAfter), lte(notificationMessages.nextRetryAfter, now)),
-      ),
-    )
-    .returning();
+  const due = and(eq(notificationMessages.id, id), or(isNull(notificationMessages.nextRetryAfter), lte(notificationMessages.nextRetryAfter, now)));
+  const rows = await moveMessages(db, due, "leased", {
+    leasedUntil: nowIso(at + LEASE_MS),
+    attempts: sql`${notificationMessages.attempts} + 1`,
+    updatedAt: now,
+  }).returning();
   return rows[0];
 }
 
@@ -101,15 +97,18 @@ export async function dispatchMessage(env: Env, id: string, now = Date.now()): P
     return "sent";
   } catch (error) {
     const failure = error instanceof DeliveryError ? error : new DeliveryError("unexpected delivery error", true);
-    if (!(error instanceof DeliveryError)) console.error(`[herald] delivery of message ${id} failed unexpectedly: ${error instanceof Error ? error.name : "error"}`);
+    if (!(error instanceof DeliveryError))
+      console.error(`[herald] delivery of message ${id} failed unexpectedly: ${error instanceof Error ? error.name : "error"}`);
     const age = now - Date.parse(message.createdAt);
     if (failure.retryable && age < config.NOTIFICATIONS_MAX_AGE) {
       // The last try falls at the maximum age itself, not somewhere past it.
       const retryAt = Math.min(now + backoffMs(config, message.attempts), Date.parse(message.createdAt) + config.NOTIFICATIONS_MAX_AGE);
-      await db
-        .update(notificationMessages)
-        .set({ status: "temporary_failure", statusReason: failure.message, nextRetryAfter: nowIso(retryAt), leasedUntil: null, updatedAt: nowIso(now) })
-        .where(eq(notificationMessages.id, id));
+      await moveMessages(db, eq(notificationMessages.id, id), "temporary_failure", {
+        statusReason: failure.message,
+        nextRetryAfter: nowIso(retryAt),
+        leasedUntil: null,
+        updatedAt: nowIso(now),
+      });
       await env.NOTIFICATION_QUEUE.send({ messageId: id }, { delaySeconds: Math.max(0, Math.ceil((retryAt - now) / 1000)) });
       return "retry";
     }
@@ -121,13 +120,17 @@ export async function dispatchMessage(env: Env, id: string, now = Date.now()): P
   }
 }
 
-/** A finished message keeps no sealed labels: they were needed only to send. */
-async function finish(db: Database, message: MessageRow, outcome: Pick<MessageRow, "status" | "statusReason" | "sentAt">) {
+/** The lease holder records the final outcome. A finished message keeps no sealed labels: they were needed only to send. */
+async function finish(
+  db: Database,
+  message: MessageRow,
+  outcome: { status: "sent" | "permanent_failure" } & Pick<MessageRow, "statusReason" | "sentAt">,
+) {
   const { sealed_labels: _dropped, ...payload } = message.payload;
-  await db
-    .update(notificationMessages)
-    .set({ ...outcome, payload, leasedUntil: null, nextRetryAfter: null, updatedAt: nowIso() })
-    .where(eq(notificationMessages.id, message.id));
+  const { status, ...fields } = outcome;
+  await moveMessages(db, eq(notificationMessages.id, message.id), status, { ...fields, payload, leasedUntil: null, nextRetryAfter: null }, [
+    "leased",
+  ]);
 }
 
 /**
@@ -144,13 +147,15 @@ export async function deliverInboxNow(
 ): Promise<void> {
   const config = getConfig(env);
   try {
-    const rendered = renderTemplate(template, { user, labels, data: (message.payload.data as Record<string, unknown>) ?? {}, baseUrl: config.ACCESS_URL });
+    const rendered = renderTemplate(template, {
+      user,
+      labels,
+      data: (message.payload.data as Record<string, unknown>) ?? {},
+      baseUrl: config.ACCESS_URL,
+    });
     await sendToInbox({ env, config, message, template, rendered, payload: message.payload, deadline: Date.now() + SEND_BUDGET_MS });
     const now = nowIso();
-    await database(env.DB)
-      .update(notificationMessages)
-      .set({ status: "sent", attempts: 1, sentAt: now, updatedAt: now })
-      .where(and(eq(notificationMessages.id, message.id), eq(notificationMessages.status, "pending")));
+    await moveMessages(database(env.DB), eq(notificationMessages.id, message.id), "sent", { attempts: 1, sentAt: now, updatedAt: now }, ["pending"]);
   } catch (error) {
     console.error(`[herald] direct inbox delivery of ${message.id} failed: ${error instanceof Error ? error.name : "error"}`);
     await env.NOTIFICATION_QUEUE.send({ messageId: message.id });

@@ -8,6 +8,7 @@ import { nowIso, uuidv7 } from "../lib/crypto";
 import { deliverInboxNow, kickMessages } from "./dispatch";
 import { seal } from "./sealed";
 import { isPaused, pausedQuery } from "./settings";
+import type { InitialStatus } from "./status";
 
 export interface EnqueueRequest {
   userId: string;
@@ -77,7 +78,7 @@ export async function enqueueNotification(env: Env, background: Background, requ
     templateId: template.id,
     userId: user.id,
     method,
-    status: disabled ? "inhibited" : method === "smtp" && !config.EMAIL_SMARTHOST ? "permanent_failure" : "pending",
+    status: (disabled ? "inhibited" : method === "smtp" && !config.EMAIL_SMARTHOST ? "permanent_failure" : "pending") satisfies InitialStatus,
     statusReason: disabled
       ? preference
         ? "disabled by the user's preference"

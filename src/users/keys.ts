@@ -4,7 +4,7 @@ import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { clearSessionCookie } from "../auth/cookies";
 import { issueKey } from "../auth/keys";
-import { credentialsRevoked } from "../auth/revocation";
+import { commitAccountChanges, endKeys } from "../auth/account-changes";
 import { limitSensitive } from "../auth/rate-limit";
 import { requireAuth } from "../auth/session";
 import { isKnownScope } from "../authz/catalog";
@@ -205,14 +205,15 @@ export const keyRoutes = new Hono<AppEnv>()
       assertCan(c, "delete", { type: "api_key", ownerId: user.id });
       const db = database(c.env.DB);
       const current = c.var.auth.key.id;
-      const sessions = and(eq(apiKeys.userId, user.id), ne(apiKeys.loginType, "token"), exceptCurrent ? ne(apiKeys.id, current) : undefined);
-      const [ended] = await db.batch([
-        db.delete(apiKeys).where(sessions).returning({ id: apiKeys.id }),
-        auditInsert(db, c, { action: "end_sessions", resourceType: "user", resourceId: user.id, diff: { except_current: exceptCurrent } }),
-      ]);
-      const ids = ended.map((row) => row.id);
-      credentialsRevoked(c.env, c.executionCtx, user.id, ids);
-      if (ids.includes(current) && c.var.auth.source === "cookie") clearSessionCookie(c, c.var.config);
+      const sessions = and(ne(apiKeys.loginType, "token"), exceptCurrent ? ne(apiKeys.id, current) : undefined);
+      const { revocations } = await commitAccountChanges(
+        c,
+        db,
+        [endKeys(db, user.id, sessions)],
+        [auditInsert(db, c, { action: "end_sessions", resourceType: "user", resourceId: user.id, diff: { except_current: exceptCurrent } })],
+      );
+      const endedCurrent = revocations.some((r) => r.kind === "credentials-ended" && r.keyIds !== "all" && r.keyIds.includes(current));
+      if (endedCurrent && c.var.auth.source === "cookie") clearSessionCookie(c, c.var.config);
       return c.body(null, 204);
     },
   )
@@ -239,11 +240,12 @@ export const keyRoutes = new Hono<AppEnv>()
         .where(and(eq(apiKeys.id, id), eq(apiKeys.userId, user.id)))
         .limit(1);
       if (existing.length === 0) throw notFound();
-      await db.batch([
-        db.delete(apiKeys).where(eq(apiKeys.id, id)),
-        auditInsert(db, c, { action: "delete", resourceType: "api_key", resourceId: id, diff: { owner: user.id } }),
-      ]);
-      credentialsRevoked(c.env, c.executionCtx, user.id, [id]);
+      await commitAccountChanges(
+        c,
+        db,
+        [endKeys(db, user.id, eq(apiKeys.id, id))],
+        [auditInsert(db, c, { action: "delete", resourceType: "api_key", resourceId: id, diff: { owner: user.id } })],
+      );
       return c.body(null, 204);
     },
   );

@@ -6,14 +6,14 @@ import { limitSensitive } from "../auth/rate-limit";
 import { refuseCrossSite, requireAuth } from "../auth/session";
 import { assertCan, assertScope, can } from "../authz/guard";
 import { database } from "../db/client";
-import { apiKeys, organizationMembers, organizations, userLinks, users, type UserRow } from "../db/schema";
+import { organizationMembers, organizations, users, type UserRow } from "../db/schema";
 import { ApiError, badRequest, conflict, forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
 import { describeRoute, errors, NO_BODY, noPermission, RATE, USER_404, type Errors } from "../openapi/describe";
 import { CreateFirstUserResponse, GetUsersResponse, ResponseBody, User } from "../openapi/responses";
 import { nowIso } from "../lib/crypto";
-import { credentialsRevoked, userChanged } from "../auth/revocation";
+import { commitAccountChanges, deleteAccount, setPassword, setRoles, setStatus } from "../auth/account-changes";
 import { notifyAccountEvent, sendPasswordChangedNotice } from "./events";
 import { resolveUser } from "./resolve";
 import { parseUserSearch, searchFilters } from "./search";
@@ -261,16 +261,12 @@ export const userRoutes = new Hono<AppEnv>()
       if (user.id === c.var.auth.user.id) throw forbidden("You cannot delete yourself!");
       assertMayManage(c, user);
       const db = database(c.env.DB);
-      // Soft delete: the row stays for the audit trail; every key dies with the account.
-      await db.batch([
-        db.update(users).set({ deleted: true, updatedAt: nowIso() }).where(eq(users.id, user.id)),
-        db.delete(apiKeys).where(eq(apiKeys.userId, user.id)),
-        db.delete(organizationMembers).where(eq(organizationMembers.userId, user.id)),
-        // Its external identities are free again: the same person may sign up or be linked anew.
-        db.delete(userLinks).where(eq(userLinks.userId, user.id)),
-        auditInsert(db, c, { action: "delete", resourceType: "user", resourceId: user.id, diff: { username: user.username } }),
-      ]);
-      credentialsRevoked(c.env, c.executionCtx, user.id);
+      await commitAccountChanges(
+        c,
+        db,
+        [deleteAccount(db, user.id)],
+        [auditInsert(db, c, { action: "delete", resourceType: "user", resourceId: user.id, diff: { username: user.username } })],
+      );
       notifyAccountEvent(c, "deleted", user);
       return c.json({ message: "User has been deleted!" }, 200);
     },
@@ -316,11 +312,19 @@ export const userRoutes = new Hono<AppEnv>()
         throw forbidden("Forbidden.", "Only an owner can grant or remove site roles other than member.");
       }
       const updatedAt = nowIso();
-      await db.batch([
-        db.update(users).set({ roles: wanted, updatedAt }).where(eq(users.id, user.id)),
-        auditInsert(db, c, { action: "update_roles", resourceType: "user", resourceId: user.id, diff: { roles: { old: user.roles, new: wanted } } }),
-      ]);
-      userChanged(user.id);
+      await commitAccountChanges(
+        c,
+        db,
+        [setRoles(db, user.id, wanted, updatedAt)],
+        [
+          auditInsert(db, c, {
+            action: "update_roles",
+            resourceType: "user",
+            resourceId: user.id,
+            diff: { roles: { old: user.roles, new: wanted } },
+          }),
+        ],
+      );
       return c.json(await userResponse(db, { ...user, roles: wanted, updatedAt }), 200);
     },
   )
@@ -351,14 +355,12 @@ export const userRoutes = new Hono<AppEnv>()
       const status = action === "suspend" ? "suspended" : "active";
       const db = database(c.env.DB);
       const updatedAt = nowIso();
-      await db.batch([
-        db.update(users).set({ status, updatedAt }).where(eq(users.id, user.id)),
-        // Suspension ends every session and token, as deletion does: activating the account later brings none back.
-        ...(status === "suspended" ? [db.delete(apiKeys).where(eq(apiKeys.userId, user.id))] : []),
-        auditInsert(db, c, { action, resourceType: "user", resourceId: user.id, diff: { status: { old: user.status, new: status } } }),
-      ]);
-      if (status === "suspended") credentialsRevoked(c.env, c.executionCtx, user.id);
-      else userChanged(user.id);
+      await commitAccountChanges(
+        c,
+        db,
+        [setStatus(db, user.id, status, updatedAt)],
+        [auditInsert(db, c, { action, resourceType: "user", resourceId: user.id, diff: { status: { old: user.status, new: status } } })],
+      );
       if (user.status !== status) notifyAccountEvent(c, action === "suspend" ? "suspended" : "activated", user);
       return c.json(await userResponse(db, { ...user, status, updatedAt }), 200);
     },
@@ -421,19 +423,8 @@ export const userRoutes = new Hono<AppEnv>()
       const db = database(c.env.DB);
       const hashedPassword = await hashPassword(body.password);
       // Other sessions end with the old password; the caller's own session (if self) survives.
-      const keepKey = self ? c.var.auth.key.id : "";
-      const revoked = (
-        await db
-          .select({ id: apiKeys.id })
-          .from(apiKeys)
-          .where(and(eq(apiKeys.userId, user.id), sql`${apiKeys.id} <> ${keepKey}`))
-      ).map((k) => k.id);
-      await db.batch([
-        db.update(users).set({ hashedPassword, updatedAt: nowIso() }).where(eq(users.id, user.id)),
-        db.delete(apiKeys).where(and(eq(apiKeys.userId, user.id), sql`${apiKeys.id} <> ${keepKey}`)),
-        auditInsert(db, c, { action: "change_password", resourceType: "user", resourceId: user.id }),
-      ]);
-      credentialsRevoked(c.env, c.executionCtx, user.id, self ? revoked : undefined);
+      const change = setPassword(db, user.id, hashedPassword, self ? { keep: c.var.auth.key.id } : {});
+      await commitAccountChanges(c, db, [change], [auditInsert(db, c, { action: "change_password", resourceType: "user", resourceId: user.id })]);
       await sendPasswordChangedNotice(c.env, c.executionCtx, user.id, c.var.auth.user.id);
       return c.body(null, 204);
     },

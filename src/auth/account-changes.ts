@@ -1,0 +1,135 @@
+import { and, eq, ne, type SQL } from "drizzle-orm";
+import type { BatchItem, BatchResponse } from "drizzle-orm/batch";
+import type { Database } from "../db/client";
+import { apiKeys, organizationMembers, userLinks, users, type UserRow } from "../db/schema";
+import type { Env } from "../env";
+import type { Background } from "../lib/background";
+import { nowIso } from "../lib/crypto";
+import { announceRevocation, type Revocation } from "./revocation";
+
+/**
+ * Every change to an account's standing or credentials — deletion, roles, status, password, login type, ended keys —
+ * is built here, and runs only through `commitAccountChanges`, which announces what it revoked once the batch has
+ * committed (docs/architecture.md, "Account changes"). A caller cannot run the statements and forget the revocation:
+ * there is no other way to run them.
+ */
+export interface AccountChange {
+  readonly userId: string;
+  readonly statements: readonly BatchItem<"sqlite">[];
+  /**
+   * What stops being true once the statements commit: every credential of the user, the keys whose ids the last
+   * statement (a `DELETE … RETURNING id`) returned, or only the cached facts about the user.
+   */
+  readonly ends: "all-credentials" | "returned-keys" | "user-facts";
+}
+
+/** The request pieces a commit needs: the bindings, and somewhere to finish work after the response. */
+export interface ChangeContext {
+  readonly env: Env;
+  readonly executionCtx: Background;
+}
+
+/** Soft delete: the row stays for the audit trail; every key, membership and external link goes with the account. */
+export function deleteAccount(db: Database, userId: string): AccountChange {
+  return {
+    userId,
+    ends: "all-credentials",
+    statements: [
+      db.update(users).set({ deleted: true, updatedAt: nowIso() }).where(eq(users.id, userId)),
+      db.delete(organizationMembers).where(eq(organizationMembers.userId, userId)),
+      // Its external identities are free again: the same person may sign up or be linked anew.
+      db.delete(userLinks).where(eq(userLinks.userId, userId)),
+      db.delete(apiKeys).where(eq(apiKeys.userId, userId)),
+    ],
+  };
+}
+
+export function setRoles(db: Database, userId: string, roles: string[], updatedAt: string): AccountChange {
+  return { userId, ends: "user-facts", statements: [db.update(users).set({ roles, updatedAt }).where(eq(users.id, userId))] };
+}
+
+/** Suspension ends every session and token, as deletion does: activating the account later brings none back. */
+export function setStatus(db: Database, userId: string, status: UserRow["status"], updatedAt: string): AccountChange {
+  const update = db.update(users).set({ status, updatedAt }).where(eq(users.id, userId));
+  if (status === "active") return { userId, ends: "user-facts", statements: [update] };
+  return { userId, ends: "all-credentials", statements: [update, db.delete(apiKeys).where(eq(apiKeys.userId, userId))] };
+}
+
+/**
+ * A new password ends every other credential of the user. `keep` spares the caller's own session (changing your own
+ * password); `onlyIf` guards every write (a reset: only while its passcode still exists).
+ */
+export function setPassword(db: Database, userId: string, hashedPassword: string, options: { keep?: string; onlyIf?: SQL } = {}): AccountChange {
+  const { keep, onlyIf } = options;
+  const update = db
+    .update(users)
+    .set({ hashedPassword, updatedAt: nowIso() })
+    .where(and(eq(users.id, userId), onlyIf));
+  if (keep === undefined) {
+    return { userId, ends: "all-credentials", statements: [update, db.delete(apiKeys).where(and(eq(apiKeys.userId, userId), onlyIf))] };
+  }
+  const others = and(eq(apiKeys.userId, userId), onlyIf, ne(apiKeys.id, keep));
+  return { userId, ends: "returned-keys", statements: [update, db.delete(apiKeys).where(others).returning({ id: apiKeys.id })] };
+}
+
+/** A password user becomes an external one: no password left, and every credential issued under the old one ends. */
+export function convertLogin(db: Database, userId: string, loginType: UserRow["loginType"]): AccountChange {
+  return {
+    userId,
+    ends: "all-credentials",
+    statements: [
+      db.update(users).set({ loginType, hashedPassword: null, updatedAt: nowIso() }).where(eq(users.id, userId)),
+      db.delete(apiKeys).where(eq(apiKeys.userId, userId)),
+    ],
+  };
+}
+
+/** Ends the user's keys that `which` selects (all of them when omitted): logout, key deletion, ending sessions. */
+export function endKeys(db: Database, userId: string, which?: SQL): AccountChange {
+  return {
+    userId,
+    ends: "returned-keys",
+    statements: [
+      db
+        .delete(apiKeys)
+        .where(and(eq(apiKeys.userId, userId), which))
+        .returning({ id: apiKeys.id }),
+    ],
+  };
+}
+
+/**
+ * Runs the changes and `also` (the audit row, a consumed passcode, a new session…) in one batch — one transaction —
+ * then announces each change's revocation. Answers the results of `also`, in order, and the revocations made.
+ */
+export async function commitAccountChanges<T extends readonly BatchItem<"sqlite">[]>(
+  c: ChangeContext,
+  db: Database,
+  changes: readonly AccountChange[],
+  also: T,
+): Promise<{ results: BatchResponse<T>; revocations: Revocation[] }> {
+  const statements = [...changes.flatMap((change) => change.statements), ...also];
+  const [first, ...rest] = statements;
+  if (!first) return { results: [] as unknown as BatchResponse<T>, revocations: [] };
+  const all: unknown[] = await db.batch([first, ...rest]);
+  const revocations: Revocation[] = [];
+  let offset = 0;
+  for (const change of changes) {
+    offset += change.statements.length;
+    revocations.push(revocationOf(change, all[offset - 1]));
+  }
+  for (const revocation of revocations) announceRevocation(revocation, c.env, c.executionCtx);
+  return { results: all.slice(offset) as BatchResponse<T>, revocations };
+}
+
+function revocationOf(change: AccountChange, lastResult: unknown): Revocation {
+  const { userId } = change;
+  switch (change.ends) {
+    case "all-credentials":
+      return { kind: "credentials-ended", userId, keyIds: "all" };
+    case "returned-keys":
+      return { kind: "credentials-ended", userId, keyIds: (lastResult as { id: string }[]).map((row) => row.id) };
+    case "user-facts":
+      return { kind: "user-changed", userId };
+  }
+}
