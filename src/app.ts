@@ -78,7 +78,7 @@ app.use(
   bodyLimit({
     maxSize: MAX_BODY_BYTES,
     onError: () => {
-      throw new ApiError(413, Messages.tooLarge, { detail: `The limit is ${MAX_BODY_BYTES} bytes.` });
+      throw new ApiError(413, Messages.tooLarge, { detail: Messages.tooLargeDetail(MAX_BODY_BYTES) });
     },
   }),
 );

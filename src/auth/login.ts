@@ -3,14 +3,8 @@ import type { Database } from "../db/client";
 import { users, type UserRow } from "../db/schema";
 import { ApiError, forbidden } from "../http/errors";
 import { findLiveUserByEmail } from "../users/service";
+import { AuthMessages } from "./messages";
 import { hashPassword, verifyPassword } from "./passwords/hash";
-
-export const LoginMessages = {
-  incorrect: "Incorrect email or password.",
-  suspended: "Your account is suspended. Contact an admin to reactivate your account.",
-  disabled: "Password authentication is disabled.",
-  wrongType: (t: string) => `Incorrect login type, attempting to use "password" but user is of login type "${t}"`,
-} as const;
 
 /**
  * Checks an e-mail/password pair exactly as docs/api.md (Sign-in, accounts and authorization) orders it. An unknown e-mail verifies a dummy hash, so it
@@ -20,9 +14,9 @@ export const LoginMessages = {
 export async function verifyLogin(db: Database, email: string, password: string): Promise<UserRow> {
   const user = await findLiveUserByEmail(db, email);
   const { valid, needsRehash } = await verifyPassword(user?.hashedPassword, password);
-  if (!user || !valid) throw new ApiError(401, LoginMessages.incorrect);
-  if (user.loginType !== "password") throw forbidden(LoginMessages.wrongType(user.loginType));
-  if (user.status === "suspended") throw new ApiError(401, LoginMessages.suspended);
+  if (!user || !valid) throw new ApiError(401, AuthMessages.incorrectLogin);
+  if (user.loginType !== "password") throw forbidden(AuthMessages.wrongLoginType("password", user.loginType));
+  if (user.status === "suspended") throw new ApiError(401, AuthMessages.suspended);
   if (needsRehash) {
     // Imported Coder hashes (pbkdf2) and older parameters are upgraded to argon2id while we hold the password.
     const hashedPassword = await hashPassword(password);

@@ -16,6 +16,7 @@ import { TEMPLATE_IDS } from "../notifications/templates";
 import { commitAccountChanges, setPassword } from "./account-changes";
 import { sendPasswordChangedNotice } from "../users/events";
 import { assertPasswordPolicy, findLiveUserByEmail } from "../users/service";
+import { AuthMessages } from "./messages";
 import { codeHmac, consumePasscode, issuePasscode, passcodeMatches, refundPasscodeTry } from "./otp";
 import { hashPassword, verifyPassword } from "./passwords/hash";
 import { limitPerAccount, limitPerIp } from "./rate-limit";
@@ -30,8 +31,6 @@ const changePasswordWithPasscodeBody = named(
     password: z.string().max(1024),
   }),
 );
-
-const INCORRECT = "Incorrect email or one-time passcode.";
 
 /** Passcode mails one address may receive, over sliding windows (docs/security.md): enough for a person, not a flood. */
 export const PASSCODE_MAILS = { perHour: 5, perDay: 10 } as const;
@@ -137,7 +136,7 @@ export const passwordResetRoutes = new Hono<AppEnv>()
       tags: ["Sign-in"],
       responses: [{ status: 204, description: NO_BODY }],
       errors: errors(
-        { 400: "`Invalid password.` (policy), `Incorrect email or one-time passcode.`, or `New password cannot match old password.`" },
+        { 400: `\`${AuthMessages.invalidPassword}\` (policy), \`${AuthMessages.incorrectPasscode}\`, or \`${AuthMessages.samePassword}\`` },
         RATE,
       ),
     }),
@@ -159,11 +158,11 @@ export const passwordResetRoutes = new Hono<AppEnv>()
         },
         body,
       );
-      if (verdict.outcome === "incorrect") throw badRequest(INCORRECT, { event: "authentication_failed" });
+      if (verdict.outcome === "incorrect") throw badRequest(AuthMessages.incorrectPasscode, { event: "authentication_failed" });
       const user = verdict.user;
       if (verdict.outcome === "same-password") {
         await refundPasscodeTry(db, user.id);
-        throw badRequest("New password cannot match old password.");
+        throw badRequest(AuthMessages.samePassword);
       }
       const hashedPassword = await hashPassword(body.password);
       // One transaction, every write guarded by the code still existing: of two concurrent uses of one code, only the
@@ -180,7 +179,7 @@ export const passwordResetRoutes = new Hono<AppEnv>()
       } = await commitAccountChanges(c, db, [setPassword(db, user.id, hashedPassword, { onlyIf: stillValid })], [
         consumePasscode(db, user.id, hmac),
       ] as const);
-      if (consumed.length === 0) throw badRequest(INCORRECT, { event: "authentication_failed" });
+      if (consumed.length === 0) throw badRequest(AuthMessages.incorrectPasscode, { event: "authentication_failed" });
       await db.batch([auditInsert(db, c, { userId: user.id, action: "reset_password", resourceType: "user", resourceId: user.id })]);
       await sendPasswordChangedNotice(c.env, c.executionCtx, user.id, "system");
       return c.body(null, 204);

@@ -13,7 +13,8 @@ import { named } from "../openapi/registry";
 import { AuthMethods, LoginWithPasswordResponse, ResponseBody, ValidateUserPasswordResponse } from "../openapi/responses";
 import { clearSessionCookie, setSessionCookie } from "./cookies";
 import { issueKey, loginSessionLifetime } from "./keys";
-import { LoginMessages, verifyLogin } from "./login";
+import { verifyLogin } from "./login";
+import { AuthMessages } from "./messages";
 import { authMethods } from "./methods";
 import { checkPasswordPolicy } from "./passwords/policy";
 import { limitPerAccount, limitPerIp, limitSensitive } from "./rate-limit";
@@ -52,7 +53,7 @@ export const authRoutes = new Hono<AppEnv>()
       ],
       errors: errors(
         {
-          401: "`Incorrect email or password.` (unknown e-mail or wrong password, same timing), or the account is suspended.",
+          401: `\`${AuthMessages.incorrectLogin}\` (unknown e-mail or wrong password, same timing), or the account is suspended.`,
           403: "Password authentication is disabled, or the user's login type is not `password`.",
         },
         RATE,
@@ -64,7 +65,7 @@ export const authRoutes = new Hono<AppEnv>()
       const { email, password } = c.req.valid("json");
       const config = c.var.config;
       await limitPerIp(c, "login");
-      if (config.PASSWORD_AUTH_DISABLED) throw forbidden(LoginMessages.disabled);
+      if (config.PASSWORD_AUTH_DISABLED) throw forbidden(AuthMessages.passwordAuthDisabled);
       await limitPerAccount(c, "login", email);
 
       const db = database(c.env.DB);
@@ -95,7 +96,7 @@ export const authRoutes = new Hono<AppEnv>()
       summary: "Log out: revoke the calling session and clear the cookie",
       tags: ["Sign-in"],
       access: "anyone",
-      responses: [{ status: 200, description: "`Logged out!`", schema: ResponseBody, headers: SET_SESSION_COOKIE }],
+      responses: [{ status: 200, description: `\`${AuthMessages.loggedOut}\``, schema: ResponseBody, headers: SET_SESSION_COOKIE }],
     }),
     requireAuth,
     async (c) => {
@@ -110,7 +111,7 @@ export const authRoutes = new Hono<AppEnv>()
         [auditInsert(db, c, { userId: user.id, action: "logout", resourceType: "api_key", resourceId: key.id })],
       );
       clearSessionCookie(c, c.var.config);
-      return c.json({ message: "Logged out!" }, 200);
+      return c.json({ message: AuthMessages.loggedOut }, 200);
     },
   )
   .post(

@@ -5,11 +5,12 @@ import type { Subject } from "../authz/evaluate";
 import type { Config } from "../config/config";
 import { database, type Database } from "../db/client";
 import { apiKeys, organizationMembers, users, type ApiKeyRow, type UserRow } from "../db/schema";
-import { forbidden, unauthorized } from "../http/errors";
+import { forbidden, Messages, unauthorized } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { nowIso, timingSafeEqualText } from "../lib/crypto";
 import { readSessionCookie } from "./cookies";
 import { cachedKey, rememberKey, type CachedKey } from "./key-cache";
+import { AuthMessages } from "./messages";
 import { hashTokenSecret, parseToken } from "./tokens";
 
 const SESSION_HEADER = "Service-Session-Token";
@@ -92,26 +93,16 @@ function subjectFor(user: AuthUser, orgRoles: Record<string, string[]>, scopes: 
 }
 
 /**
- * One detail for every credential that was sent but does not work — malformed, unknown, wrong secret, expired, its
- * user suspended: telling them apart would let a probe confirm that a key id exists. (A missing credential keeps its
- * own detail: it says nothing about the server.)
- */
-export const BAD_CREDENTIAL = "The session token is invalid, expired or revoked.";
-
-/**
  * Resolves a credential to its key and user (docs/architecture.md, How each hot path scales). One D1 round trip (a batch); the hourly `last_used` /
  * sliding-expiry write happens after the response through `waitUntil`.
  */
 export async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
   const config = c.var.config;
   const credential = extractCredential(c, config);
-  if (!credential) {
-    throw unauthorized(
-      `No session token was sent: use the ${SESSION_HEADER} header, an Authorization bearer header or the session cookie.`,
-    );
-  }
+  // A missing credential has its own detail (it says nothing about the server); every other failure is AuthMessages.badCredential.
+  if (!credential) throw unauthorized(AuthMessages.noCredential(SESSION_HEADER));
   const parsed = parseToken(credential.token);
-  if (!parsed) throw unauthorized(BAD_CREDENTIAL);
+  if (!parsed) throw unauthorized(AuthMessages.badCredential);
 
   const db = database(c.env.DB);
   const now = Date.now();
@@ -124,13 +115,13 @@ export async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
     found = await loadKey(db, parsed.id);
     if (found) rememberKey(parsed.id, { ...found, loadedAt: now }, ttl);
   }
-  if (!found || found.user.deleted) throw unauthorized(BAD_CREDENTIAL);
+  if (!found || found.user.deleted) throw unauthorized(AuthMessages.badCredential);
   const { key, user: userRow, orgRoles } = found;
   if (!timingSafeEqualText(await hashTokenSecret(parsed.secret), key.hashedSecret)) {
-    throw unauthorized(BAD_CREDENTIAL);
+    throw unauthorized(AuthMessages.badCredential);
   }
   const absoluteEnd = key.loginType === "token" ? Number.POSITIVE_INFINITY : Date.parse(key.createdAt) + config.SESSION_MAX_LIFETIME;
-  if (Date.parse(key.expiresAt) <= now || now >= absoluteEnd || userRow.status === "suspended") throw unauthorized(BAD_CREDENTIAL);
+  if (Date.parse(key.expiresAt) <= now || now >= absoluteEnd || userRow.status === "suspended") throw unauthorized(AuthMessages.badCredential);
 
   if (now - Date.parse(key.lastUsed) >= LAST_USED_INTERVAL_MS) {
     const update: Partial<ApiKeyRow> = { lastUsed: nowIso(now) };
@@ -190,7 +181,7 @@ function isAllowedOrigin(c: Context<AppEnv>, origin: string): boolean {
 export const refuseCrossSite = createMiddleware<AppEnv>(async (c, next) => {
   const origin = c.req.header("Origin");
   if (origin !== undefined && !isAllowedOrigin(c, origin)) {
-    throw forbidden("Forbidden.", "Sign-in requests from another site are refused.");
+    throw forbidden(Messages.forbidden, AuthMessages.crossSiteSignIn);
   }
   await next();
 });
@@ -205,7 +196,7 @@ export const requireAuth = createMiddleware<AppEnv>(async (c, next) => {
   if (auth.source === "cookie" && (!SAFE_METHODS.has(c.req.method) || upgrading)) {
     const origin = c.req.header("Origin");
     if (!origin || !isAllowedOrigin(c, origin)) {
-      throw forbidden("Forbidden.", "Requests authenticated by cookie must come from an allowed origin.");
+      throw forbidden(Messages.forbidden, AuthMessages.cookieNeedsOrigin);
     }
   }
   c.set("auth", auth);

@@ -1,8 +1,9 @@
 import type { Context } from "hono";
-import { forbidden } from "../http/errors";
+import { forbidden, Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import type { Action, ResourceType } from "./catalog";
 import { authorize, scopeAllows, type AuthzObject } from "./evaluate";
+import { AuthzMessages } from "./messages";
 
 /** Whether the authenticated caller may do `action` on `object`: every endpoint asks through here. */
 export function can(c: Context<AppEnv>, action: Action, object: AuthzObject): boolean {
@@ -12,7 +13,7 @@ export function can(c: Context<AppEnv>, action: Action, object: AuthzObject): bo
 /** Throws 403 unless the caller may do `action` on `object`. */
 export function assertCan(c: Context<AppEnv>, action: Action, object: AuthzObject, message?: string): void {
   if (!can(c, action, object)) {
-    throw forbidden("Forbidden.", message ?? `You do not have permission to ${action} this ${object.type}.`);
+    throw forbidden(Messages.forbidden, message ?? AuthzMessages.noPermission(action, object.type));
   }
 }
 
@@ -22,6 +23,6 @@ export function assertCan(c: Context<AppEnv>, action: Action, object: AuthzObjec
  */
 export function assertScope(c: Context<AppEnv>, type: ResourceType, action: Action): void {
   if (!scopeAllows(c.var.auth.key.scopes, type, action)) {
-    throw forbidden("Forbidden.", `This credential's scopes do not include ${type}:${action}.`);
+    throw forbidden(Messages.forbidden, AuthzMessages.scopeMissing(type, action));
   }
 }

@@ -1,16 +1,17 @@
 import { and, eq, gt, inArray, isNull } from "drizzle-orm";
 import type { Context } from "hono";
 import { auditInsert } from "../audit/log";
-import { LoginMessages } from "../auth/login";
+import { AuthMessages } from "../auth/messages";
 import { database, type Database } from "../db/client";
 import { loginConversions, organizationMembers, userLinks, users, type UserRow } from "../db/schema";
-import { ApiError, conflict, forbidden } from "../http/errors";
+import { ApiError, conflict, forbidden, Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { hmacHex, nowIso, randomAlphanumeric } from "../lib/crypto";
 import { commitAccountChanges, convertLogin } from "../auth/account-changes";
 import { enqueueNotification } from "../notifications/enqueue";
 import { TEMPLATE_IDS } from "../notifications/templates";
 import { defaultOrganizationId, findLiveUserByEmail, isUniqueViolation } from "../users/service";
+import { ExternalMessages } from "./messages";
 import type { ExternalIdentity, ExternalLoginType } from "./provider";
 
 export function conversionStateHmac(secret: string, state: string): Promise<string> {
@@ -89,8 +90,7 @@ export async function resolveExternalUser(c: Context<AppEnv>, type: ExternalLogi
     await staleLinkDelete(db, identity);
     const byEmail = await findLiveUserByEmail(db, identity.email);
     if (byEmail) {
-      if (byEmail.loginType !== type)
-        throw forbidden(`Incorrect login type, attempting to use "${type}" but user is of login type "${byEmail.loginType}"`);
+      if (byEmail.loginType !== type) throw forbidden(AuthMessages.wrongLoginType(type, byEmail.loginType));
       // Fix (issue 5 tests): the e-mail only finds an account on its first sign-in at this issuer. An account already
       // linked to another subject there (e.g. the address was reassigned at the IdP) is not taken over by e-mail.
       const linked = await db
@@ -98,18 +98,18 @@ export async function resolveExternalUser(c: Context<AppEnv>, type: ExternalLogi
         .from(userLinks)
         .where(and(eq(userLinks.userId, byEmail.id), eq(userLinks.issuer, identity.issuer)))
         .limit(1);
-      if (linked.length > 0) throw forbidden("Forbidden.", "This account is linked to another identity at this provider.");
+      if (linked.length > 0) throw forbidden(Messages.forbidden, ExternalMessages.linkedElsewhere);
       await linkInsert(db, identity, byEmail.id, type).onConflictDoNothing();
       user = byEmail;
     } else {
       if (type !== "oidc" || !config.OIDC_ALLOW_SIGNUPS) {
-        throw forbidden("Signups are disabled.", "Ask an administrator to create your account.");
+        throw forbidden(ExternalMessages.signupsDisabled, ExternalMessages.signupsDisabledDetail);
       }
       user = await signUp(c, db, identity);
     }
   }
-  if (user.loginType !== type) throw forbidden(`Incorrect login type, attempting to use "${type}" but user is of login type "${user.loginType}"`);
-  if (user.status === "suspended") throw new ApiError(401, LoginMessages.suspended);
+  if (user.loginType !== type) throw forbidden(AuthMessages.wrongLoginType(type, user.loginType));
+  if (user.status === "suspended") throw new ApiError(401, AuthMessages.suspended);
   return user;
 }
 
@@ -145,7 +145,7 @@ async function signUp(c: Context<AppEnv>, db: Database, identity: ExternalIdenti
       }),
     ]);
   } catch (error) {
-    if (isUniqueViolation(error)) throw conflict("An account for this identity was created at the same time; sign in again.");
+    if (isUniqueViolation(error)) throw conflict(ExternalMessages.signupRace);
     throw error;
   }
   return row;
@@ -177,7 +177,7 @@ export async function completeConversion(
       ),
     )
     .returning({ userId: loginConversions.userId });
-  if (used.length === 0) throw new ApiError(400, "The login conversion has expired or was already used: start it again.");
+  if (used.length === 0) throw new ApiError(400, ExternalMessages.conversionUsed);
 
   const user = (
     await db
@@ -185,14 +185,14 @@ export async function completeConversion(
       .from(users)
       .where(and(eq(users.id, merge.userId), eq(users.deleted, false)))
   )[0];
-  if (user?.loginType !== "password") throw new ApiError(400, "User account must have password based authentication.");
+  if (user?.loginType !== "password") throw new ApiError(400, ExternalMessages.passwordLoginRequired);
   // A user suspended after starting a login conversion must not have the login changed and a session issued.
-  if (user.status === "suspended") throw new ApiError(401, LoginMessages.suspended);
+  if (user.status === "suspended") throw new ApiError(401, AuthMessages.suspended);
   if (identity.email.toLowerCase() !== user.email.toLowerCase()) {
-    throw forbidden("Forbidden.", "The identity provider's verified e-mail does not match your account's e-mail.");
+    throw forbidden(Messages.forbidden, ExternalMessages.emailMismatch);
   }
   const other = await linkedUser(db, identity);
-  if (other && other.id !== user.id) throw conflict("This external identity already belongs to another account.");
+  if (other && other.id !== user.id) throw conflict(ExternalMessages.identityTaken);
 
   await commitAccountChanges(
     c,

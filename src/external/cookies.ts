@@ -3,6 +3,7 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Config } from "../config/config";
 import { ApiError } from "../http/errors";
 import { openValue, signValue } from "../lib/signed";
+import { ExternalMessages } from "./messages";
 
 /** Short-lived, signed, HttpOnly cookies that carry a flow's state between its start and its callback. */
 const COOKIE_PATH = "/api/v2/users";
@@ -28,12 +29,9 @@ export async function setSignedCookie(c: Context, config: Config, name: string, 
 /** Opens a signed cookie or explains, in the error shape, why it cannot be used. */
 export async function readSignedCookie<T>(c: Context, config: Config, name: string, what: string): Promise<T> {
   const raw = getCookie(c, name, prefixFor(config));
-  if (!raw) throw new ApiError(400, `The ${what} cookie is missing: start again.`);
+  if (!raw) throw new ApiError(400, ExternalMessages.cookieMissing(what));
   const opened = await openValue<T>(config.SECRET_KEY, name, raw);
-  if (!opened.ok) {
-    const why = opened.reason === "expired" ? "has expired" : "is not valid";
-    throw new ApiError(400, `The ${what} cookie ${why}: start again.`);
-  }
+  if (!opened.ok) throw new ApiError(400, opened.reason === "expired" ? ExternalMessages.cookieExpired(what) : ExternalMessages.cookieInvalid(what));
   return opened.value;
 }
 

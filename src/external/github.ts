@@ -1,4 +1,5 @@
 import { ApiError } from "../http/errors";
+import { ExternalMessages } from "./messages";
 import type { ExternalIdentity, ExternalProvider } from "./provider";
 
 // Least privilege (docs/security.md, V13.2): `GET /user` answers the public profile without a scope; only the e-mail
@@ -25,7 +26,8 @@ async function githubApi<T>(apiUrl: string, path: string, token: string): Promis
     redirect: "manual",
     signal: AbortSignal.timeout(TIMEOUT_MS),
   });
-  if (!res.ok) throw new ApiError(400, "GitHub refused to share the user's profile.", { detail: `GET ${path} answered ${res.status}.` });
+  if (!res.ok)
+    throw new ApiError(400, ExternalMessages.githubProfileRefused, { detail: ExternalMessages.githubProfileRefusedDetail(path, res.status) });
   return (await res.json()) as T;
 }
 
@@ -50,7 +52,7 @@ export const githubProvider: ExternalProvider = {
   },
 
   async complete(config, callbackUrl, checks): Promise<ExternalIdentity> {
-    if (callbackUrl.searchParams.get("state") !== checks.state) throw new ApiError(400, "The sign-in state does not match.");
+    if (callbackUrl.searchParams.get("state") !== checks.state) throw new ApiError(400, ExternalMessages.githubStateMismatch);
     let token: string | undefined;
     try {
       const res = await fetch(new URL("/login/oauth/access_token", config.GITHUB_WEB_URL), {
@@ -73,7 +75,7 @@ export const githubProvider: ExternalProvider = {
     } catch {
       token = undefined;
     }
-    if (!token) throw new ApiError(400, "Failed to exchange the authorization code with GitHub.");
+    if (!token) throw new ApiError(400, ExternalMessages.githubExchangeFailed);
 
     const [user, emails] = await Promise.all([
       githubApi<GitHubUser>(config.GITHUB_API_URL, "/user", token),

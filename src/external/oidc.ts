@@ -1,6 +1,7 @@
 import * as client from "openid-client";
 import type { Config } from "../config/config";
 import { ApiError } from "../http/errors";
+import { ExternalMessages } from "./messages";
 import type { ExternalIdentity, ExternalProvider, FlowChecks } from "./provider";
 
 const SCOPE = "openid email profile";
@@ -39,7 +40,7 @@ async function discovered(config: Config): Promise<client.Configuration> {
   try {
     return await configuration(config);
   } catch {
-    throw new ApiError(502, "The OpenID Connect provider could not be reached.", { detail: "Discovery of the issuer failed." });
+    throw new ApiError(502, ExternalMessages.oidcUnreachable, { detail: ExternalMessages.oidcUnreachableDetail });
   }
 }
 
@@ -71,10 +72,10 @@ export const oidcProvider: ExternalProvider = {
         idTokenExpected: true,
       });
     } catch {
-      throw new ApiError(400, "Failed to exchange the authorization code with the OpenID Connect provider.");
+      throw new ApiError(400, ExternalMessages.oidcExchangeFailed);
     }
     const claims = tokens.claims();
-    if (!claims) throw new ApiError(400, "The OpenID Connect provider returned no ID token.");
+    if (!claims) throw new ApiError(400, ExternalMessages.oidcNoIdToken);
     let info: client.UserInfoResponse = { sub: claims.sub };
     try {
       info = await client.fetchUserInfo(oidc, tokens.access_token, claims.sub);

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { setSessionCookie } from "../auth/cookies";
 import { issueKey, loginSessionLifetime } from "../auth/keys";
-import { LoginMessages } from "../auth/login";
+import { AuthMessages } from "../auth/messages";
 import { verifyPassword } from "../auth/passwords/hash";
 import { limitPerAccount, limitPerIp } from "../auth/rate-limit";
 import { commitAccountChanges, endKeys } from "../auth/account-changes";
@@ -13,7 +13,7 @@ import { presentedSession, requireAuth } from "../auth/session";
 import { assertCan } from "../authz/guard";
 import { database } from "../db/client";
 import { apiKeys, loginConversions } from "../db/schema";
-import { ApiError, badRequest, forbidden } from "../http/errors";
+import { ApiError, badRequest, forbidden, Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
 import { describeRoute, errors, LOCATION, RATE, SET_SESSION_COOKIE, USER_404 } from "../openapi/describe";
@@ -25,6 +25,7 @@ import { userPath } from "../users/schemas";
 import { completeConversion, conversionStateHmac, resolveExternalUser } from "./accounts";
 import { clearSignedCookie, CONVERSION_COOKIE, FLOW_COOKIE, readSignedCookie, setSignedCookie } from "./cookies";
 import { githubProvider } from "./github";
+import { ExternalMessages } from "./messages";
 import { oidcProvider } from "./oidc";
 import type { ExternalLoginType, ExternalProvider, FlowChecks } from "./provider";
 
@@ -77,8 +78,8 @@ async function startFlow(c: Context<AppEnv>, provider: ExternalProvider, query: 
   let merge: FlowState["merge"];
   if (mergeState !== null) {
     const conversion = await readSignedCookie<ConversionCookie>(c, config, CONVERSION_COOKIE, "login conversion");
-    if (conversion.state !== mergeState) throw badRequest("The conversion state does not match this browser's conversion.");
-    if (conversion.toType !== provider.type) throw badRequest(`This conversion is to "${conversion.toType}", not "${provider.type}".`);
+    if (conversion.state !== mergeState) throw badRequest(ExternalMessages.conversionStateMismatch);
+    if (conversion.toType !== provider.type) throw badRequest(ExternalMessages.conversionForOther(conversion.toType, provider.type));
     merge = { state: conversion.state, userId: conversion.userId };
   }
   const checks: FlowChecks = {
@@ -101,20 +102,20 @@ async function startFlow(c: Context<AppEnv>, provider: ExternalProvider, query: 
 async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query: URLSearchParams): Promise<Response> {
   const config = c.var.config;
   const flow = await readSignedCookie<FlowState>(c, config, FLOW_COOKIE, "sign-in");
-  if (flow.type !== provider.type) throw badRequest("The sign-in was started with another provider: start again.");
+  if (flow.type !== provider.type) throw badRequest(ExternalMessages.otherProvider);
   const error = query.get("error");
   if (error !== null) {
-    throw badRequest("The identity provider returned an error.", {
+    throw badRequest(ExternalMessages.providerError, {
       detail: `${error.slice(0, 100)}${query.get("error_description") ? `: ${(query.get("error_description") ?? "").slice(0, 200)}` : ""}`,
     });
   }
-  if (query.get("state") !== flow.state) throw badRequest("The sign-in state does not match: start again.");
+  if (query.get("state") !== flow.state) throw badRequest(ExternalMessages.stateMismatch);
 
   const identity = await provider.complete(config, canonicalCallback(c, provider), flow);
-  if (!identity.email || !identity.emailVerified) throw forbidden("Forbidden.", "Your e-mail address is not verified by the identity provider.");
+  if (!identity.email || !identity.emailVerified) throw forbidden(Messages.forbidden, ExternalMessages.emailNotVerified);
   const domain = identity.email.split("@").pop()?.toLowerCase() ?? "";
   if (provider.type === "oidc" && config.OIDC_EMAIL_DOMAIN.length > 0 && !config.OIDC_EMAIL_DOMAIN.includes(domain)) {
-    throw forbidden("Forbidden.", "Your e-mail domain is not allowed to sign in.");
+    throw forbidden(Messages.forbidden, ExternalMessages.domainNotAllowed);
   }
 
   const user = flow.merge ? await completeConversion(c, provider.type, identity, flow.merge) : await resolveExternalUser(c, provider.type, identity);
@@ -142,8 +143,7 @@ async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query:
 function callback(provider: ExternalProvider) {
   return async (c: Context<AppEnv>) => {
     await limitPerIp(c, "external-login");
-    if (!provider.configured(c.var.config))
-      throw badRequest(`Sign-in with ${provider.type === "oidc" ? "OpenID Connect" : "GitHub"} is not configured.`);
+    if (!provider.configured(c.var.config)) throw badRequest(ExternalMessages.notConfigured(provider.type === "oidc" ? "OpenID Connect" : "GitHub"));
     const query = new URL(c.req.url).searchParams;
     return query.has("code") || query.has("error") ? finishFlow(c, provider, query) : startFlow(c, provider, query);
   };
@@ -207,8 +207,8 @@ export const externalLoginRoutes = new Hono<AppEnv>()
       responses: [{ status: 201, description: "The conversion, valid for 5 minutes.", schema: OAuthConversionResponse }],
       errors: errors(
         {
-          400: '`to_type` is not a configured `oidc` / `github` (`Cannot convert to login type "<t>".` or `Unknown login type "<t>".`), or the user is not a password user.',
-          401: "The password is wrong: `Incorrect email or password.`",
+          400: `\`to_type\` is not a configured \`oidc\` / \`github\` (\`${ExternalMessages.cannotConvertTo("<t>")}\` or \`${ExternalMessages.unknownLoginType("<t>")}\`), or the user is not a password user.`,
+          401: `The password is wrong: \`${AuthMessages.incorrectLogin}\``,
           403: "`{user}` is not the caller.",
         },
         USER_404,
@@ -221,21 +221,21 @@ export const externalLoginRoutes = new Hono<AppEnv>()
       const { password, to_type: toType } = c.req.valid("json");
       const config = c.var.config;
       const user = await resolveUser(c, c.req.param("user"));
-      if (user.id !== c.var.auth.user.id) throw forbidden("Forbidden.", "Only the user themself can convert their login type.");
+      if (user.id !== c.var.auth.user.id) throw forbidden(Messages.forbidden, ExternalMessages.convertSelfOnly);
       // A scoped token needs the personal-update permission, as for a password change (roles ∩ scopes).
       assertCan(c, "update_personal", { type: "user", ownerId: user.id });
       if (toType !== "oidc" && toType !== "github") {
         throw badRequest(
-          ["password", "none", "token"].includes(toType) ? `Cannot convert to login type "${toType}".` : `Unknown login type "${toType}".`,
+          ["password", "none", "token"].includes(toType) ? ExternalMessages.cannotConvertTo(toType) : ExternalMessages.unknownLoginType(toType),
         );
       }
       if (!PROVIDERS[toType].configured(config)) {
-        throw badRequest(`Cannot convert to login type "${toType}".`, { detail: "That sign-in method is not configured." });
+        throw badRequest(ExternalMessages.cannotConvertTo(toType), { detail: ExternalMessages.methodNotConfigured });
       }
-      if (user.loginType !== "password") throw badRequest("User account must have password based authentication.");
+      if (user.loginType !== "password") throw badRequest(ExternalMessages.passwordLoginRequired);
       await limitPerIp(c, "convert-login");
       await limitPerAccount(c, "convert-login", user.email);
-      if (!(await verifyPassword(user.hashedPassword, password)).valid) throw new ApiError(401, LoginMessages.incorrect);
+      if (!(await verifyPassword(user.hashedPassword, password)).valid) throw new ApiError(401, AuthMessages.incorrectLogin);
 
       const state = `convert-${randomAlphanumeric(32)}`;
       const expiresAt = nowIso(Date.now() + CONVERSION_TTL_MS);

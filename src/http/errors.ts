@@ -13,7 +13,12 @@ export interface ErrorBody {
   validations?: FieldValidation[];
 }
 
-/** Short messages that clients compare (docs/api.md, Conventions; they follow Coder's wording). */
+/**
+ * The cross-cutting messages (and their details): conventions every route shares. Clients compare these strings
+ * (they follow Coder's wording), so they are written once here and imported by the code that throws them, the route
+ * descriptions that quote them and the tests; docs/api.md (Conventions) describes the error shape they go in. Each
+ * feature's own messages are in its folder's `messages.ts`.
+ */
 export const Messages = {
   badJson: "Request body must be valid JSON.",
   validation: "Validation failed.",
@@ -23,8 +28,14 @@ export const Messages = {
   routeNotFound: "Route not found.",
   methodNotAllowed: "Method not allowed.",
   tooLarge: "Request body is too large.",
+  tooLargeDetail: (maxBytes: number) => `The limit is ${maxBytes} bytes.`,
   httpsOnly: "This server answers over https only.",
+  httpsOnlyDetail: (origin: string) => `Use ${origin}.`,
   internal: "An internal server error occurred.",
+  /** The `detail` of a 500: the request id to quote when reporting it. */
+  requestId: (id: string) => `Request ID: ${id}`,
+  /** `period` as Coder writes a duration (`1m0s`, `30s`); the route descriptions pass placeholders. */
+  rateLimited: (limit: number | string, period: string) => `You've been rate limited for sending more than ${limit} requests in ${period}.`,
 } as const;
 
 /**
@@ -82,7 +93,7 @@ export const conflict = (message: string, detail?: string) => new ApiError(409, 
 /** 429 with the message of docs/api.md (Conventions) and a `Retry-After` in seconds. */
 export function rateLimited(limit: number, periodSeconds: number): ApiError {
   const period = periodSeconds % 60 === 0 ? `${periodSeconds / 60}m0s` : `${periodSeconds}s`;
-  return new ApiError(429, `You've been rate limited for sending more than ${limit} requests in ${period}.`, {
+  return new ApiError(429, Messages.rateLimited(limit, period), {
     headers: { "Retry-After": String(periodSeconds) },
   });
 }

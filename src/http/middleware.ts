@@ -44,7 +44,7 @@ export const httpsOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
         url.protocol = "https:";
         return c.redirect(url.href, 308);
       }
-      throw new ApiError(403, Messages.httpsOnly, { detail: `Use ${config.origin}.` });
+      throw new ApiError(403, Messages.httpsOnly, { detail: Messages.httpsOnlyDetail(config.origin) });
     }
   }
   await next();
@@ -78,7 +78,7 @@ export const handleError: ErrorHandler<AppEnv> = (error, c) => {
   const requestId = c.get("requestId") ?? "unknown";
   if (error instanceof ConfigError) console.error(`[herald] ${error.message} (request ${requestId})`);
   else console.error(`[herald] unexpected error in request ${requestId}: ${describeForLog(error)}`);
-  return errorResponse(c, new ApiError(500, Messages.internal, { detail: `Request ID: ${requestId}` }));
+  return errorResponse(c, new ApiError(500, Messages.internal, { detail: Messages.requestId(requestId) }));
 };
 
 /**

@@ -2,11 +2,12 @@ import { Hono, type Context, type TypedResponse } from "hono";
 import type { InboxNotification } from "./model";
 import { offeredProtocols, requireAuth, WATCH_PROTOCOL } from "../auth/session";
 import { assertCan } from "../authz/guard";
-import { badRequest, notFound, validationFailed } from "../http/errors";
+import { badRequest, Messages, notFound, validationFailed } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody, pathParams, queryParams } from "../http/validate";
 import { describeRoute, NO_BODY } from "../openapi/describe";
 import { InboxWatchFrame, ListInboxNotificationsResponse, UpdateInboxNotificationReadStatusResponse } from "../openapi/responses";
+import { InboxMessages } from "./messages";
 import { listInboxQuery, notificationIdParam, readStatusBody, watchInboxQuery } from "./schemas";
 import { WATCH_HEADER, type WatchAttachment } from "./watch";
 
@@ -66,13 +67,11 @@ export const inboxRoutes = new Hono<AppEnv>()
     async (c) => {
       const query = c.req.valid("query");
       if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
-        throw badRequest("This endpoint only serves WebSocket connections.", {
-          detail: "Send a WebSocket upgrade request (Upgrade: websocket).",
-        });
+        throw badRequest(InboxMessages.websocketOnly, { detail: InboxMessages.websocketOnlyDetail });
       }
       const offered = offeredProtocols(c);
       if (offered.length > 0 && !offered.includes(WATCH_PROTOCOL)) {
-        throw badRequest("Unsupported WebSocket subprotocol.", { detail: `Offer the "${WATCH_PROTOCOL}" subprotocol.` });
+        throw badRequest(InboxMessages.unsupportedSubprotocol, { detail: InboxMessages.unsupportedSubprotocolDetail(WATCH_PROTOCOL) });
       }
       assertOwnInbox(c, "read");
       const attachment: WatchAttachment = {
@@ -119,7 +118,7 @@ export const inboxRoutes = new Hono<AppEnv>()
         query.limit,
       );
       if (!result.ok) {
-        throw validationFailed([{ field: "starting_before", detail: "No notification of yours has this id." }]);
+        throw validationFailed([{ field: "starting_before", detail: InboxMessages.unknownStartingBefore }]);
       }
       // The object hands back the page already serialised (see UserInbox.list).
       const body = `{"notifications":${result.notificationsJson},"unread_count":${result.unreadCount}}`;
@@ -152,7 +151,7 @@ export const inboxRoutes = new Hono<AppEnv>()
       access: "anyone",
       paramDocs: { id: "Id of the notification." },
       responses: [{ status: 200, description: "The updated notification.", schema: UpdateInboxNotificationReadStatusResponse }],
-      errors: { 404: "Not one of the caller's notifications: `Resource not found or you do not have access to this resource`." },
+      errors: { 404: `Not one of the caller's notifications: \`${Messages.notFoundOrNoAccess}\`.` },
     }),
     requireAuth,
     pathParams(notificationIdParam),
@@ -165,7 +164,7 @@ export const inboxRoutes = new Hono<AppEnv>()
       if (!result) throw notFound();
       return c.json(
         {
-          message: is_read ? "Notification marked as read." : "Notification marked as unread.",
+          message: is_read ? InboxMessages.markedRead : InboxMessages.markedUnread,
           notification: result.notification,
           unread_count: result.unreadCount,
         },

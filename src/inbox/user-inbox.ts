@@ -16,6 +16,7 @@ import {
   type InboxFilter,
   type InboxNotification,
 } from "./model";
+import { InboxMessages } from "./messages";
 import * as schema from "./schema";
 import { inboxCounters, inboxNotifications } from "./schema";
 import { CLOSE_SESSION_ENDED, WATCH_HEADER, readStateFrame, sendOrClose, watchFrame, type ReadStateChange, type WatchAttachment } from "./watch";
@@ -227,7 +228,7 @@ export class UserInbox extends DurableObject<Env> {
     const sockets = keyIds ? keyIds.flatMap((id) => this.ctx.getWebSockets(id)) : this.ctx.getWebSockets();
     for (const ws of sockets) {
       try {
-        ws.close(CLOSE_SESSION_ENDED, "Your session has ended: sign in again.");
+        ws.close(CLOSE_SESSION_ENDED, InboxMessages.sessionEnded);
       } catch {
         // already closing
       }
@@ -263,7 +264,7 @@ export class UserInbox extends DurableObject<Env> {
         continue;
       }
       try {
-        ws.close(CLOSE_SESSION_ENDED, "Your session has expired: sign in again.");
+        ws.close(CLOSE_SESSION_ENDED, InboxMessages.sessionExpired);
       } catch {
         // already closing
       }

@@ -1,4 +1,5 @@
 import { markdownToPlaintext } from "../markdown/plaintext";
+import { InboxMessages } from "./messages";
 import type { InboxFilter, InboxNotification, WatchFormat } from "./model";
 
 /** Internal header carrying the validated watch request from the Worker to the object (never from a client). */
@@ -52,7 +53,7 @@ export function sendOrClose(ws: WebSocket, frame: string): void {
   try {
     const buffered = (ws as { bufferedAmount?: unknown }).bufferedAmount;
     if (typeof buffered === "number" && buffered > MAX_BUFFERED_BYTES) {
-      ws.close(CLOSE_FELL_BEHIND, "Falling behind: reconnect and list the inbox to catch up.");
+      ws.close(CLOSE_FELL_BEHIND, InboxMessages.fellBehind);
       return;
     }
     ws.send(frame);

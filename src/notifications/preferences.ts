@@ -7,7 +7,7 @@ import { can } from "../authz/guard";
 import { database, type Database } from "../db/client";
 import { inSlices } from "../db/slices";
 import { notificationPreferences, notificationTemplates, type UserRow } from "../db/schema";
-import { badRequest, forbidden } from "../http/errors";
+import { forbidden, Messages, validationFailed } from "../http/errors";
 import { canonicalId } from "../http/ids";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
@@ -16,6 +16,7 @@ import { NotificationPreference } from "../openapi/responses";
 import { userPath } from "../users/schemas";
 import { nowIso } from "../lib/crypto";
 import { resolveUser } from "../users/resolve";
+import { NotificationsMessages } from "./messages";
 import { preferencesBody } from "./schemas";
 
 async function preferencesOf(db: Database, userId: string) {
@@ -31,7 +32,7 @@ async function preferencesOf(db: Database, userId: string) {
 async function targetUser(c: Context<AppEnv>, action: "read" | "update"): Promise<UserRow> {
   const user = await resolveUser(c, c.req.param("user") ?? "");
   if (!can(c, action, { type: "notification_preference", ownerId: user.id })) {
-    throw forbidden("Forbidden.", `You cannot ${action} this user's notification preferences.`);
+    throw forbidden(Messages.forbidden, NotificationsMessages.preferencesForbidden(action));
   }
   return user;
 }
@@ -86,7 +87,7 @@ export const preferenceRoutes = new Hono<AppEnv>()
       const validations: { field: string; detail: string }[] = [];
       for (const { given, id, disabled } of entries) {
         if (map.has(id) && map.get(id) !== disabled) {
-          validations.push({ field: `template_disabled_map.${given}`, detail: "This template id is given twice, with different values." });
+          validations.push({ field: `template_disabled_map.${given}`, detail: NotificationsMessages.templateGivenTwice });
         }
         map.set(id, disabled);
       }
@@ -107,11 +108,11 @@ export const preferenceRoutes = new Hono<AppEnv>()
       // Every problem is reported at once, one validation per bad key, and nothing is written.
       for (const { given, id, disabled } of entries) {
         const template = known.get(id);
-        if (!template) validations.push({ field: `template_disabled_map.${given}`, detail: "No notification template has this id." });
+        if (!template) validations.push({ field: `template_disabled_map.${given}`, detail: NotificationsMessages.unknownTemplate });
         else if (template.mandatory && disabled)
-          validations.push({ field: `template_disabled_map.${given}`, detail: `"${template.name}" is mandatory and cannot be disabled.` });
+          validations.push({ field: `template_disabled_map.${given}`, detail: NotificationsMessages.mandatoryTemplate(template.name) });
       }
-      if (validations.length > 0) throw badRequest("Validation failed.", { validations });
+      if (validations.length > 0) throw validationFailed(validations);
 
       const updatedAt = nowIso();
       const writes = ids.map((templateId) =>

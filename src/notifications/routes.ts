@@ -6,13 +6,14 @@ import { requireAuth } from "../auth/session";
 import { assertCan, assertScope, can } from "../authz/guard";
 import { database } from "../db/client";
 import { notificationMessages, notificationTemplates, type MessageRow, type TemplateRow } from "../db/schema";
-import { ApiError, forbidden } from "../http/errors";
+import { ApiError, forbidden, Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
 import { describeRoute, errors, NO_BODY, noPermission } from "../openapi/describe";
 import { ListNotificationMessagesResponse, NotificationMethodsResponse, NotificationTemplate } from "../openapi/responses";
 import { redrive } from "./background";
 import { enqueueNotification } from "./enqueue";
+import { NotificationsMessages } from "./messages";
 import { customNotificationBody, messagesQuery, settingsBody } from "./schemas";
 import { readPaused, writePaused } from "./settings";
 import { TEMPLATE_IDS } from "./templates";
@@ -59,7 +60,7 @@ async function templatesOfKind(c: Context<AppEnv>, kind: TemplateRow["kind"]) {
     return c.json(rows.map(toTemplateResponse), 200);
   } catch {
     // The template lists' documented 500: the storage failed (the error handler would log it the same way).
-    throw new ApiError(500, `Failed to retrieve ${kind} notification templates.`, { detail: `Request ID: ${c.get("requestId")}` });
+    throw new ApiError(500, NotificationsMessages.templatesFailed(kind), { detail: Messages.requestId(c.get("requestId")) });
   }
 }
 
@@ -86,16 +87,16 @@ export const notificationRoutes = new Hono<AppEnv>()
       access: "anyone",
       responses: [{ status: 204, description: NO_BODY }],
       errors: errors(
-        { 403: "The caller is a system user: `Forbidden`, `System users cannot send custom notifications.`" },
+        { 403: `The caller is a system user: \`${NotificationsMessages.systemUserForbidden}\`, \`${NotificationsMessages.systemUserCustom}\`` },
         { 500: "Sending the custom notification failed." },
       ),
     }),
     requireAuth,
-    jsonBody(customNotificationBody, { invalidMessage: "Invalid request body" }),
+    jsonBody(customNotificationBody, { invalidMessage: NotificationsMessages.invalidCustomBody }),
     async (c) => {
       const auth = c.var.auth;
       if (!can(c, "create", { type: "notification_message", ownerId: auth.user.id })) {
-        if (auth.user.isSystem) throw forbidden("Forbidden", "System users cannot send custom notifications.");
+        if (auth.user.isSystem) throw forbidden(NotificationsMessages.systemUserForbidden, NotificationsMessages.systemUserCustom);
         throw forbidden();
       }
       const body = c.req.valid("json");
@@ -188,12 +189,12 @@ export const notificationRoutes = new Hono<AppEnv>()
       tags: ["Notifications"],
       access: "owner",
       responses: [{ status: 200, description: "Sent. No body (per the interface)." }],
-      errors: { 403: "Only an owner can send test notifications." },
+      errors: { 403: NotificationsMessages.ownerSendsTest },
     }),
     requireAuth,
     async (c) => {
       // Site-wide create on messages: the owner's permission, not a member's own-notification one.
-      assertCan(c, "create", { type: "notification_message" }, "Only an owner can send test notifications.");
+      assertCan(c, "create", { type: "notification_message" }, NotificationsMessages.ownerSendsTest);
       await enqueueNotification(c.env, c.executionCtx, { userId: c.var.auth.user.id, templateId: TEMPLATE_IDS.test, createdBy: c.var.auth.user.id });
       return c.body(null, 200);
     },

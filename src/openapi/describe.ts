@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import type { z } from "zod";
+import { Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import type { HeaderObject } from "./types";
 
@@ -110,17 +111,17 @@ export function errors(...parts: Errors[]): Errors {
 }
 
 export const RATE: Errors = {
-  429: "Rate limited (per client IP, and per account where an e-mail is known): `You've been rate limited for sending more than N requests in D.` with `Retry-After`.",
+  429: `Rate limited (per client IP, and per account where an e-mail is known): \`${Messages.rateLimited("N", "D")}\` with \`Retry-After\`.`,
 };
 
 export const USER_404: Errors = {
-  404: "`{user}` does not exist or the caller may not read it: `Resource not found or you do not have access to this resource`.",
+  404: `\`{user}\` does not exist or the caller may not read it: \`${Messages.notFoundOrNoAccess}\`.`,
 };
 
 export const NO_BODY = "No body.";
 
 /** The 403 of a permission check on the target of a route. */
-export const noPermission = (what: string): Errors => ({ 403: `The caller may not ${what} (\`Forbidden.\`).` });
+export const noPermission = (what: string): Errors => ({ 403: `The caller may not ${what} (\`${Messages.forbidden}\`).` });
 
 export const SET_SESSION_COOKIE: Record<string, HeaderObject> = {
   "Set-Cookie": {

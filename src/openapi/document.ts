@@ -1,6 +1,7 @@
 import type { RouterRoute } from "hono/types";
 import { z } from "zod";
 import { refuseCrossSite, requireAuth } from "../auth/session";
+import { Messages } from "../http/errors";
 import { MAX_BODY_BYTES } from "../http/limits";
 import {
   errors,
@@ -36,13 +37,13 @@ const DESCRIPTION = `Sign-in, authorization and notifications. All bodies are JS
 
 **How this document is made.** It is generated from the routes: each route carries its own description, the request schemas are the very zod schemas its validators check, and whether it needs a credential is read from its middleware. Response schemas are documentation written in zod next to the code that builds each body; the test suite checks every response it receives against them (docs/api.md, "The OpenAPI document").
 
-**Errors.** Every non-2xx response with a body is a \`Response\`: \`{"message", "detail"?, "validations"?: [{"field", "detail"}]}\`. Any route may answer 500 \`An internal server error occurred.\` (the \`detail\` carries a request id), and a body above 1 MiB answers 413.
+**Errors.** Every non-2xx response with a body is a \`Response\`: \`{"message", "detail"?, "validations"?: [{"field", "detail"}]}\`. Any route may answer 500 \`${Messages.internal}\` (the \`detail\` carries a request id), and a body above 1 MiB answers 413.
 
-**Methods.** \`HEAD\` is answered wherever \`GET\` is, with the same status and headers and no body. Under \`/api\`, \`OPTIONS\` answers a CORS preflight (204). Under \`/api/v2\`, an unknown path answers 404 \`Route not found.\`, and a known path asked with a method it does not serve answers **405** \`Method not allowed.\` with an \`Allow\` header listing the methods it does serve. A path with a trailing slash is another path (404).
+**Methods.** \`HEAD\` is answered wherever \`GET\` is, with the same status and headers and no body. Under \`/api\`, \`OPTIONS\` answers a CORS preflight (204). Under \`/api/v2\`, an unknown path answers 404 \`${Messages.routeNotFound}\`, and a known path asked with a method it does not serve answers **405** \`${Messages.methodNotAllowed}\` with an \`Allow\` header listing the methods it does serve. A path with a trailing slash is another path (404).
 
 **Authentication.** A session token or API key (\`<10-char id>-<22-char secret>\`) in the \`Service-Session-Token\` header, else \`Authorization: Bearer\`, else the \`service_session_token\` cookie (\`__Host-\` prefixed on https). A cookie-authenticated request that changes state must come from an allowed \`Origin\` (403 otherwise).
 
-**Transport.** When the deployment's \`ACCESS_URL\` is https, a plain-http request to that host answers 403 \`This server answers over https only.\` under \`/api\` (a redirect for pages).`;
+**Transport.** When the deployment's \`ACCESS_URL\` is https, a plain-http request to that host answers 403 \`${Messages.httpsOnly}\` under \`/api\` (a redirect for pages).`;
 
 /** Replaces zod's `#/$defs/X` references by component references, in place. */
 function retarget(node: unknown): void {
@@ -98,16 +99,15 @@ function schemasOf(op: Operation): z.ZodType[] {
   return out.filter((s): s is z.ZodType => s !== undefined);
 }
 
-const AUTH_401 =
-  "No valid credential (missing, malformed, unknown, wrong secret, expired, or the user is suspended): `You are signed out or your session has expired. Please sign in again to continue.` with a `detail` saying which.";
+const AUTH_401 = `No valid credential (missing, malformed, unknown, wrong secret, expired, or the user is suspended): \`${Messages.signedOut}\` with a \`detail\` saying which.`;
 
 /** The error statuses a route's middleware implies, before its own. */
 function impliedErrors(op: Operation): Errors {
   const write = op.method !== "get";
   return errors(
-    op.body ? { 400: "The body is not JSON (`Request body must be valid JSON.`) or fails validation (`Validation failed.` with one `validations` entry per bad field)." } : {},
-    op.query ? { 400: "A query parameter is invalid or unknown (`Validation failed.` with `validations`)." } : {},
-    op.pathParams && op.doc.pathParams === undefined ? { 400: "A path parameter is malformed (`Validation failed.` with `validations`)." } : {},
+    op.body ? { 400: `The body is not JSON (\`${Messages.badJson}\`) or fails validation (\`${Messages.validation}\` with one \`validations\` entry per bad field).` } : {},
+    op.query ? { 400: `A query parameter is invalid or unknown (\`${Messages.validation}\` with \`validations\`).` } : {},
+    op.pathParams && op.doc.pathParams === undefined ? { 400: `A path parameter is malformed (\`${Messages.validation}\` with \`validations\`).` } : {},
     op.authenticated ? { 401: AUTH_401 } : {},
     op.authenticated ? { 403: "The credential's scopes (an API token made with `scopes`) do not allow this." } : {},
     op.authenticated && write ? { 403: "Authenticated by cookie but without an allowed `Origin`." } : {},
@@ -326,7 +326,7 @@ export function buildOpenApiDocument(routes: readonly RouterRoute[], options: Do
       schemas: defs,
       responses: {
         InternalServerError: {
-          description: "An unexpected failure: `An internal server error occurred.` with the request id in `detail`.",
+          description: `An unexpected failure: \`${Messages.internal}\` with the request id in \`detail\`.`,
           content: { "application/json": { schema: ERROR_SCHEMA } },
         },
       },

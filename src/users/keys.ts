@@ -11,11 +11,12 @@ import { isKnownScope } from "../authz/catalog";
 import { assertCan } from "../authz/guard";
 import { database } from "../db/client";
 import { apiKeys, type ApiKeyRow } from "../db/schema";
-import { badRequest, conflict, forbidden, notFound } from "../http/errors";
+import { badRequest, conflict, forbidden, Messages, notFound } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
 import { describeRoute, errors, NO_BODY, noPermission, RATE, USER_404 } from "../openapi/describe";
 import { APIKey, APISession, GenerateAPIKeyResponse } from "../openapi/responses";
+import { UserMessages } from "./messages";
 import { resolveUser } from "./resolve";
 import { createTokenBody, endSessionsQuery, userKeyPath, userPath } from "./schemas";
 import { isUniqueViolation } from "./service";
@@ -61,7 +62,9 @@ export const keyRoutes = new Hono<AppEnv>()
       pathParams: userPath,
       responses: [{ status: 201, description: "The token; its secret is shown only here.", schema: GenerateAPIKeyResponse }],
       errors: errors(
-        { 400: "Unknown scopes (`Invalid scopes.`), a lifetime above the maximum, or `Too many API tokens.` (TOKEN_MAX_PER_USER)." },
+        {
+          400: `Unknown scopes (\`${UserMessages.invalidScopes}\`), a lifetime above the maximum, or \`${UserMessages.tooManyTokens}\` (TOKEN_MAX_PER_USER).`,
+        },
         noPermission("create API keys for this user"),
         { 403: "The scopes are wider than the creating credential's." },
         USER_404,
@@ -78,10 +81,12 @@ export const keyRoutes = new Hono<AppEnv>()
       const scopes = [...new Set(body.scopes ?? ["all"])].sort();
       const unknown = scopes.filter((s) => !isKnownScope(s));
       if (unknown.length > 0) {
-        throw badRequest("Invalid scopes.", { validations: unknown.map((s) => ({ field: "scopes", detail: `Unknown scope "${s}".` })) });
+        throw badRequest(UserMessages.invalidScopes, {
+          validations: unknown.map((s) => ({ field: "scopes", detail: UserMessages.unknownScope(s) })),
+        });
       }
       if (!withinScopes(c.var.auth.key.scopes, scopes)) {
-        throw forbidden("Forbidden.", "A token cannot be given scopes its creator's credential does not hold.");
+        throw forbidden(Messages.forbidden, UserMessages.scopesTooWide);
       }
       const maxMs = c.var.config.TOKEN_MAX_LIFETIME;
       // A token never outlives the API token that creates it: otherwise a token about to expire could mint a fresh
@@ -91,14 +96,15 @@ export const keyRoutes = new Hono<AppEnv>()
       const remainingMs = notAfter !== undefined ? notAfter - Date.now() : Number.POSITIVE_INFINITY;
       const lifetimeMs = body.lifetime !== undefined ? body.lifetime * 1000 : Math.min(DEFAULT_TOKEN_LIFETIME_MS, maxMs, remainingMs);
       if (lifetimeMs > maxMs) {
-        throw badRequest(`Lifetime must be at most ${Math.floor(maxMs / 1000)} seconds.`, {
-          validations: [{ field: "lifetime", detail: `The maximum token lifetime is ${Math.floor(maxMs / 1000)} seconds.` }],
+        const seconds = Math.floor(maxMs / 1000);
+        throw badRequest(UserMessages.lifetimeTooLong(seconds), {
+          validations: [{ field: "lifetime", detail: UserMessages.maxLifetime(seconds) }],
         });
       }
       if (lifetimeMs > remainingMs) {
         const seconds = Math.max(0, Math.floor(remainingMs / 1000));
-        throw badRequest(`Lifetime must be at most ${seconds} seconds.`, {
-          validations: [{ field: "lifetime", detail: `A token cannot outlive the token that creates it (${seconds} seconds left).` }],
+        throw badRequest(UserMessages.lifetimeTooLong(seconds), {
+          validations: [{ field: "lifetime", detail: UserMessages.outlivesCreator(seconds) }],
         });
       }
       // Limited once the request is otherwise acceptable: the limit guards minting, and a refused request mints nothing.
@@ -110,7 +116,7 @@ export const keyRoutes = new Hono<AppEnv>()
         .from(apiKeys)
         .where(and(eq(apiKeys.userId, user.id), eq(apiKeys.loginType, "token")));
       if ((held?.n ?? 0) >= cap) {
-        throw badRequest("Too many API tokens.", { detail: `A user may hold at most ${cap} API tokens (TOKEN_MAX_PER_USER): delete one first.` });
+        throw badRequest(UserMessages.tooManyTokens, { detail: UserMessages.tooManyTokensDetail(cap) });
       }
       const key = await issueKey(db, { userId: user.id, loginType: "token", lifetimeMs, notAfter, scopes, tokenName: body.token_name });
       try {
@@ -124,7 +130,7 @@ export const keyRoutes = new Hono<AppEnv>()
           }),
         ]);
       } catch (error) {
-        if (isUniqueViolation(error)) throw conflict(`A token with name "${body.token_name}" already exists.`);
+        if (isUniqueViolation(error)) throw conflict(UserMessages.tokenNameTaken(body.token_name));
         throw error;
       }
       return c.json({ key: key.token }, 201);

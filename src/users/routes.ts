@@ -7,14 +7,16 @@ import { refuseCrossSite, requireAuth } from "../auth/session";
 import { assertCan, assertScope, can } from "../authz/guard";
 import { database } from "../db/client";
 import { organizationMembers, organizations, users, type UserRow } from "../db/schema";
-import { ApiError, badRequest, conflict, forbidden } from "../http/errors";
+import { ApiError, badRequest, conflict, forbidden, Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
 import { describeRoute, errors, NO_BODY, noPermission, RATE, USER_404, type Errors } from "../openapi/describe";
 import { CreateFirstUserResponse, GetUsersResponse, ResponseBody, User } from "../openapi/responses";
 import { nowIso } from "../lib/crypto";
 import { commitAccountChanges, deleteAccount, setPassword, setRoles, setStatus } from "../auth/account-changes";
+import { AuthMessages } from "../auth/messages";
 import { notifyAccountEvent, sendPasswordChangedNotice } from "./events";
+import { UserMessages } from "./messages";
 import { resolveUser } from "./resolve";
 import { parseUserSearch, searchFilters } from "./search";
 import { changePasswordBody, createFirstUserBody, createUserBody, listUsersQuery, updateRolesBody, userPath } from "./schemas";
@@ -30,12 +32,12 @@ import {
 } from "./service";
 
 const OWNER_GUARD: Errors = { 403: "Only an owner may manage another owner." };
-const INVALID_PASSWORD: Errors = { 400: "The password fails the policy: `Invalid password.` with a `password` validation." };
+const INVALID_PASSWORD: Errors = { 400: `The password fails the policy: \`${AuthMessages.invalidPassword}\` with a \`password\` validation.` };
 
 /** Only owners act on owners: a user-admin must not take over an owner's account by suspending or re-keying it. */
 function assertMayManage(c: Context<AppEnv>, target: UserRow) {
   if (target.roles.includes("owner") && !c.var.auth.subject.siteRoles.includes("owner")) {
-    throw forbidden("Forbidden.", "Only an owner can manage another owner.");
+    throw forbidden(Messages.forbidden, UserMessages.ownerManagesOwner);
   }
 }
 
@@ -52,12 +54,12 @@ export const userRoutes = new Hono<AppEnv>()
       operationId: "checkFirstUser",
       summary: "Whether the first user (the initial owner) exists",
       tags: ["Users"],
-      responses: [{ status: 200, description: "`The initial user has already been created!`", schema: ResponseBody }],
-      errors: { 404: "No user exists yet: `The initial user has not been created!`" },
+      responses: [{ status: 200, description: `\`${UserMessages.firstUserExists}\``, schema: ResponseBody }],
+      errors: { 404: `No user exists yet: \`${UserMessages.firstUserMissing}\`` },
     }),
     async (c) => {
-      if (await firstUserExists(c.env.DB)) return c.json({ message: "The initial user has already been created!" }, 200);
-      throw new ApiError(404, "The initial user has not been created!");
+      if (await firstUserExists(c.env.DB)) return c.json({ message: UserMessages.firstUserExists }, 200);
+      throw new ApiError(404, UserMessages.firstUserMissing);
     },
   )
   .post(
@@ -67,13 +69,13 @@ export const userRoutes = new Hono<AppEnv>()
       summary: "Bootstrap the first owner and the default organization",
       tags: ["Users"],
       responses: [{ status: 201, description: "Created.", schema: CreateFirstUserResponse }],
-      errors: errors(INVALID_PASSWORD, { 409: "The initial user has already been created." }),
+      errors: errors(INVALID_PASSWORD, { 409: UserMessages.firstUserConflict }),
     }),
     refuseCrossSite,
     jsonBody(createFirstUserBody),
     async (c) => {
       const body = c.req.valid("json");
-      if (await firstUserExists(c.env.DB)) throw conflict("The initial user has already been created.");
+      if (await firstUserExists(c.env.DB)) throw conflict(UserMessages.firstUserConflict);
       assertPasswordPolicy(body.password, body);
       const db = database(c.env.DB);
       const now = nowIso();
@@ -108,7 +110,7 @@ export const userRoutes = new Hono<AppEnv>()
         ]);
       } catch (error) {
         if (isUniqueViolation(error)) {
-          throw conflict("The initial user has already been created.");
+          throw conflict(UserMessages.firstUserConflict);
         }
         throw error;
       }
@@ -165,7 +167,7 @@ export const userRoutes = new Hono<AppEnv>()
           }),
         ]);
       } catch (error) {
-        if (isUniqueViolation(error)) throw conflict("User with that email or username already exists.");
+        if (isUniqueViolation(error)) throw conflict(UserMessages.emailOrUsernameTaken);
         throw error;
       }
       notifyAccountEvent(c, "created", row);
@@ -181,7 +183,7 @@ export const userRoutes = new Hono<AppEnv>()
       tags: ["Users"],
       access: "anyone",
       paramDocs: {
-        q: 'Coder\'s search syntax: space-separated `status:active`, `role:owner`, `login_type:oidc` (commas list several values) and free text (or `search:"…"`), matched case-insensitively in the username, name or e-mail. An unknown key or value → 400 `Invalid user search query.`',
+        q: `Coder's search syntax: space-separated \`status:active\`, \`role:owner\`, \`login_type:oidc\` (commas list several values) and free text (or \`search:"…"\`), matched case-insensitively in the username, name or e-mail. An unknown key or value → 400 \`${UserMessages.invalidSearch}\``,
       },
       responses: [{ status: 200, description: "One page and the total count.", schema: GetUsersResponse }],
     }),
@@ -198,7 +200,7 @@ export const userRoutes = new Hono<AppEnv>()
       if (status) filters.push(eq(users.status, status));
       if (q) {
         const parsed = parseUserSearch(q);
-        if (!parsed.ok) throw badRequest("Invalid user search query.", { validations: parsed.problems.map((detail) => ({ field: "q", detail })) });
+        if (!parsed.ok) throw badRequest(UserMessages.invalidSearch, { validations: parsed.problems.map((detail) => ({ field: "q", detail })) });
         filters.push(...searchFilters(parsed.search));
       }
       const where = and(...filters);
@@ -251,14 +253,14 @@ export const userRoutes = new Hono<AppEnv>()
       tags: ["Users"],
       access: "user-admin",
       pathParams: userPath,
-      responses: [{ status: 200, description: "`User has been deleted!`", schema: ResponseBody }],
-      errors: errors(noPermission("delete this user"), { 403: "`You cannot delete yourself!`" }, OWNER_GUARD, USER_404),
+      responses: [{ status: 200, description: `\`${UserMessages.deleted}\``, schema: ResponseBody }],
+      errors: errors(noPermission("delete this user"), { 403: `\`${UserMessages.cannotDeleteSelf}\`` }, OWNER_GUARD, USER_404),
     }),
     requireAuth,
     async (c) => {
       const user = await resolveUser(c, c.req.param("user"));
       assertCan(c, "delete", { type: "user", ownerId: user.id });
-      if (user.id === c.var.auth.user.id) throw forbidden("You cannot delete yourself!");
+      if (user.id === c.var.auth.user.id) throw forbidden(UserMessages.cannotDeleteSelf);
       assertMayManage(c, user);
       const db = database(c.env.DB);
       await commitAccountChanges(
@@ -268,7 +270,7 @@ export const userRoutes = new Hono<AppEnv>()
         [auditInsert(db, c, { action: "delete", resourceType: "user", resourceId: user.id, diff: { username: user.username } })],
       );
       notifyAccountEvent(c, "deleted", user);
-      return c.json({ message: "User has been deleted!" }, 200);
+      return c.json({ message: UserMessages.deleted }, 200);
     },
   )
   .put(
@@ -283,7 +285,7 @@ export const userRoutes = new Hono<AppEnv>()
       pathParams: userPath,
       responses: [{ status: 200, description: "The user with its new roles.", schema: User }],
       errors: errors(
-        { 400: "`You cannot change your own roles.`" },
+        { 400: `\`${UserMessages.cannotChangeOwnRoles}\`` },
         { 403: "The caller may not assign or unassign a role, or is not an owner granting site roles." },
         USER_404,
       ),
@@ -293,23 +295,23 @@ export const userRoutes = new Hono<AppEnv>()
     async (c) => {
       const { roles } = c.req.valid("json");
       const user = await resolveUser(c, c.req.param("user"));
-      if (user.id === c.var.auth.user.id) throw badRequest("You cannot change your own roles.");
+      if (user.id === c.var.auth.user.id) throw badRequest(UserMessages.cannotChangeOwnRoles);
       // Checked before looking at what changes: a request that changes nothing is still a role change the caller must
       // be allowed to make (docs/authorization.md), and then it writes nothing.
-      assertCan(c, "assign", { type: "assign_role" }, "You cannot change roles.");
+      assertCan(c, "assign", { type: "assign_role" }, UserMessages.cannotChangeRoles);
       if (user.roles.includes("owner") && !c.var.auth.subject.siteRoles.includes("owner")) {
-        throw forbidden("Forbidden.", "Only an owner can change an owner's roles.");
+        throw forbidden(Messages.forbidden, UserMessages.ownerChangesOwnerRoles);
       }
       const wanted = [...new Set(roles)].sort();
       const added = wanted.filter((r) => !user.roles.includes(r));
       const removed = user.roles.filter((r) => !wanted.includes(r));
       const db = database(c.env.DB);
       if (added.length === 0 && removed.length === 0) return c.json(await userResponse(db, user), 200);
-      for (const role of added) assertCan(c, "assign", { type: "assign_role" }, `You cannot assign the role "${role}".`);
-      for (const role of removed) assertCan(c, "unassign", { type: "assign_role" }, `You cannot unassign the role "${role}".`);
+      for (const role of added) assertCan(c, "assign", { type: "assign_role" }, UserMessages.cannotAssignRole(role));
+      for (const role of removed) assertCan(c, "unassign", { type: "assign_role" }, UserMessages.cannotUnassignRole(role));
       // docs/authorization.md: only an owner grants (or takes away) site roles other than member.
       if ((added.length > 0 || removed.length > 0) && !c.var.auth.subject.siteRoles.includes("owner")) {
-        throw forbidden("Forbidden.", "Only an owner can grant or remove site roles other than member.");
+        throw forbidden(Messages.forbidden, UserMessages.ownerGrantsSiteRoles);
       }
       const updatedAt = nowIso();
       await commitAccountChanges(
@@ -350,7 +352,7 @@ export const userRoutes = new Hono<AppEnv>()
       const action = c.req.param("status");
       const user = await resolveUser(c, c.req.param("user"));
       assertCan(c, "update", { type: "user", ownerId: user.id });
-      if (user.id === c.var.auth.user.id) throw badRequest(`You cannot ${action} yourself.`);
+      if (user.id === c.var.auth.user.id) throw badRequest(UserMessages.cannotChangeOwnStatus(action));
       assertMayManage(c, user);
       const status = action === "suspend" ? "suspended" : "active";
       const db = database(c.env.DB);
@@ -378,7 +380,7 @@ export const userRoutes = new Hono<AppEnv>()
       responses: [{ status: 204, description: NO_BODY }],
       errors: errors(
         {
-          400: "`Only password users can change their password.`, `Old password is incorrect.`, `Invalid password.` (policy), or `New password cannot match old password.`",
+          400: `\`${UserMessages.passwordUsersOnly}\`, \`${UserMessages.oldPasswordIncorrect}\`, \`${AuthMessages.invalidPassword}\` (policy), or \`${AuthMessages.samePassword}\``,
         },
         noPermission("update this user's password"),
         OWNER_GUARD,
@@ -399,16 +401,16 @@ export const userRoutes = new Hono<AppEnv>()
         // Setting someone's password is taking over their account: a user-admin may do it for members only, never
         // for another admin or an auditor, whose roles it could then use.
         if (user.roles.length > 0 && !c.var.auth.subject.siteRoles.includes("owner")) {
-          throw forbidden("Forbidden.", "Only an owner can set the password of a user with a site role.");
+          throw forbidden(Messages.forbidden, UserMessages.ownerSetsRolePassword);
         }
       }
-      if (user.loginType !== "password") throw badRequest("Only password users can change their password.");
+      if (user.loginType !== "password") throw badRequest(UserMessages.passwordUsersOnly);
       // Your own password needs the old one; an administrator resetting someone else's does not (Coder's rule). The
       // old password is a password check: limited, or a stolen session could guess it without end.
       if (self) {
         const incorrect = () =>
-          badRequest("Old password is incorrect.", {
-            validations: [{ field: "old_password", detail: "Old password is incorrect." }],
+          badRequest(UserMessages.oldPasswordIncorrect, {
+            validations: [{ field: "old_password", detail: UserMessages.oldPasswordIncorrect }],
             event: "authentication_failed",
           });
         // No old password means nothing to check: answered before the limit, which guards the hash work.
@@ -418,7 +420,7 @@ export const userRoutes = new Hono<AppEnv>()
       }
       assertPasswordPolicy(body.password, user);
       if ((await verifyPassword(user.hashedPassword, body.password)).valid) {
-        throw badRequest("New password cannot match old password.");
+        throw badRequest(AuthMessages.samePassword);
       }
       const db = database(c.env.DB);
       const hashedPassword = await hashPassword(body.password);

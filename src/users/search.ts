@@ -1,6 +1,7 @@
 import { inArray, or, sql, type SQL } from "drizzle-orm";
 import { ASSIGNABLE_SITE_ROLES } from "../authz/roles";
 import { users } from "../db/schema";
+import { UserMessages } from "./messages";
 
 /**
  * `GET /users?q=` in Coder's search syntax, which Coder's web client sends (its default is `status:active`):
@@ -42,9 +43,9 @@ function terms(query: string): string[] {
 
 function oneOf<T extends string>(key: string, value: string, allowed: readonly T[], problems: string[]): T[] {
   const values = value.toLowerCase().split(",").filter((v) => v !== "");
-  if (values.length === 0) problems.push(`"${key}:" needs a value: one of ${allowed.join(", ")}.`);
+  if (values.length === 0) problems.push(UserMessages.searchNeedsValue(key, allowed));
   const known = values.filter((v): v is T => (allowed as readonly string[]).includes(v));
-  for (const v of values) if (!known.includes(v as T)) problems.push(`"${v}" is not a valid ${key}: use one of ${allowed.join(", ")}.`);
+  for (const v of values) if (!known.includes(v as T)) problems.push(UserMessages.searchBadValue(v, key, allowed));
   return known;
 }
 
@@ -64,7 +65,7 @@ export function parseUserSearch(query: string): UserSearchResult {
     else if (key === "status") search.statuses.push(...oneOf(key, value, STATUSES, problems));
     else if (key === "role") search.roles.push(...oneOf(key, value, ROLES, problems));
     else if (key === "login_type") search.loginTypes.push(...oneOf(key, value, LOGIN_TYPES, problems));
-    else problems.push(`"${key}" is not a search key: use status, role, login_type or search, or plain text.`);
+    else problems.push(UserMessages.searchUnknownKey(key));
   }
   search.text = text.join(" ").trim().toLowerCase();
   return problems.length > 0 ? { ok: false, problems } : { ok: true, search };

@@ -1,10 +1,12 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
+import { AuthMessages } from "../auth/messages";
 import { checkPasswordPolicy } from "../auth/passwords/policy";
 import { SITE_ROLES, isSiteRole } from "../authz/roles";
 import type { Database } from "../db/client";
 import { inSlices } from "../db/slices";
 import { organizationMembers, organizations, users, type UserRow } from "../db/schema";
 import { ApiError, badRequest, conflict } from "../http/errors";
+import { UserMessages } from "./messages";
 
 export const DEFAULT_ORG_NAME = "default";
 
@@ -65,7 +67,7 @@ export async function userResponse(db: Database, user: Omit<UserRow, "hashedPass
 /** The password policy (docs/security.md), as a 400 on every path that sets a password. */
 export function assertPasswordPolicy(password: string, context: { email?: string; username?: string; name?: string }) {
   const { valid, details } = checkPasswordPolicy(password, context);
-  if (!valid) throw badRequest("Invalid password.", { validations: [{ field: "password", detail: details }] });
+  if (!valid) throw badRequest(AuthMessages.invalidPassword, { validations: [{ field: "password", detail: details }] });
 }
 
 export async function findLiveUserByEmail(db: Database, email: string): Promise<UserRow | undefined> {
@@ -79,19 +81,19 @@ export async function findLiveUserByEmail(db: Database, email: string): Promise<
 
 /** 409s that name the clashing field; only callers allowed to create users ever see them. */
 export async function assertUnique(db: Database, email: string | undefined, username: string): Promise<void> {
-  if (email && (await findLiveUserByEmail(db, email))) throw conflict("User with that email already exists.");
+  if (email && (await findLiveUserByEmail(db, email))) throw conflict(UserMessages.emailTaken);
   const byName = await db
     .select({ id: users.id })
     .from(users)
     .where(and(sql`lower(${users.username}) = ${username.toLowerCase()}`, eq(users.deleted, false)))
     .limit(1);
-  if (byName.length > 0) throw conflict("User with that username already exists.");
+  if (byName.length > 0) throw conflict(UserMessages.usernameTaken);
 }
 
 export async function defaultOrganizationId(db: Database): Promise<string> {
   const rows = await db.select({ id: organizations.id }).from(organizations).where(eq(organizations.isDefault, true)).limit(1);
   const id = rows[0]?.id;
-  if (!id) throw new ApiError(500, "The default organization is missing.");
+  if (!id) throw new ApiError(500, UserMessages.defaultOrganizationMissing);
   return id;
 }
 

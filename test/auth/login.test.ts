@@ -1,11 +1,11 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { AuthMessages } from "../../src/auth/messages";
 import { hashPassword } from "../../src/auth/passwords/hash";
+import { Messages } from "../../src/http/errors";
 import { coderHash } from "../fixtures/coder-hash";
 import { call, createUser, expectError, json, login, owner, fetchApp } from "../helpers";
-
-const INCORRECT = "Incorrect email or password.";
 
 describe("A3 POST /users/login (SPEC §3)", () => {
   it("answers 201 with a session token and sets the HttpOnly SameSite=Lax cookie", async () => {
@@ -41,8 +41,8 @@ describe("A3 POST /users/login (SPEC §3)", () => {
     const user = await createUser();
     const wrong = await call("POST", "/users/login", { body: { email: user.email, password: "wrong-password-123" } });
     const unknown = await call("POST", "/users/login", { body: { email: "nobody-here@herald.test", password: "wrong-password-123" } });
-    const a = await expectError(wrong, 401, INCORRECT);
-    const b = await expectError(unknown, 401, INCORRECT);
+    const a = await expectError(wrong, 401, AuthMessages.incorrectLogin);
+    const b = await expectError(unknown, 401, AuthMessages.incorrectLogin);
     expect(a).toEqual(b);
   });
 
@@ -53,9 +53,9 @@ describe("A3 POST /users/login (SPEC §3)", () => {
     await expectError(
       await call("POST", "/users/login", { body: { email: user.email, password: user.password } }),
       401,
-      "Your account is suspended. Contact an admin to reactivate your account.",
+      AuthMessages.suspended,
     );
-    await expectError(await call("POST", "/users/login", { body: { email: user.email, password: "not-the-password" } }), 401, INCORRECT);
+    await expectError(await call("POST", "/users/login", { body: { email: user.email, password: "not-the-password" } }), 401, AuthMessages.incorrectLogin);
     // Suspension also ends existing sessions.
     await expectError(await call("GET", "/users/me", { token: user.token }), 401);
   });
@@ -71,9 +71,9 @@ describe("A3 POST /users/login (SPEC §3)", () => {
     await expectError(
       await call("POST", "/users/login", { body: { email, password: "some-password-value" } }),
       403,
-      'Incorrect login type, attempting to use "password" but user is of login type "oidc"',
+      AuthMessages.wrongLoginType("password", "oidc"),
     );
-    await expectError(await call("POST", "/users/login", { body: { email, password: "other" } }), 401, INCORRECT);
+    await expectError(await call("POST", "/users/login", { body: { email, password: "other" } }), 401, AuthMessages.incorrectLogin);
   });
 
   it("answers 403 when password authentication is disabled", async () => {
@@ -89,7 +89,7 @@ describe("A3 POST /users/login (SPEC §3)", () => {
       ctx,
     );
     await waitOnExecutionContext(ctx);
-    await expectError(res, 403, "Password authentication is disabled.");
+    await expectError(res, 403, AuthMessages.passwordAuthDisabled);
   });
 
   it("system users cannot sign in with a password", async () => {
@@ -97,7 +97,7 @@ describe("A3 POST /users/login (SPEC §3)", () => {
     const me = await json<{ email: string; login_type: string; service_account: boolean }>(await call("GET", "/users/me", { token: svc.token }));
     expect(me.login_type).toBe("none");
     expect(me.service_account).toBe(true);
-    await expectError(await call("POST", "/users/login", { body: { email: `${svc.username}@herald.test`, password: "anything-at-all" } }), 401, INCORRECT);
+    await expectError(await call("POST", "/users/login", { body: { email: `${svc.username}@herald.test`, password: "anything-at-all" } }), 401, AuthMessages.incorrectLogin);
   });
 
   it("rate limits per account and client with 429 and Retry-After", async () => {
@@ -112,7 +112,7 @@ describe("A3 POST /users/login (SPEC §3)", () => {
     }
     expect(limited).toBeDefined();
     const body = await expectError(limited as Response, 429);
-    expect(body.message).toMatch(/^You've been rate limited for sending more than 10 requests in 1m0s\.$/);
+    expect(body.message).toBe(Messages.rateLimited(10, "1m0s"));
     expect(limited?.headers.get("Retry-After")).toBe("60");
   });
 
@@ -140,7 +140,7 @@ describe("A3 POST /users/login (SPEC §3)", () => {
     }
     expect(limitedAt).toBeGreaterThan(10);
     const body = await expectError(await call("POST", "/users/login", { body: { email, password: "guess-guess-guess" } }), 429);
-    expect(body.message).toBe("You've been rate limited for sending more than 100 requests in 1m0s.");
+    expect(body.message).toBe(Messages.rateLimited(100, "1m0s"));
   }, 60_000);
 
   it("rate limits per client IP", async () => {
@@ -190,14 +190,14 @@ describe("sign-in refuses another site (login CSRF)", () => {
     const user = await createUser();
     const body = { email: user.email, password: user.password };
     const refused = await call("POST", "/users/login", { headers: { Origin: EVIL }, body });
-    await expectError(refused, 403, "Forbidden.");
+    await expectError(refused, 403, Messages.forbidden);
     expect(refused.headers.get("Set-Cookie")).toBeNull();
     // The attack: a text/plain form whose field name and value make up a JSON body.
     const form = await call("POST", "/users/login", {
       headers: { Origin: EVIL, "Content-Type": "text/plain" },
       raw: `{"email":"${user.email}","password":"${user.password}","x":"="}`,
     });
-    await expectError(form, 403, "Forbidden.");
+    await expectError(form, 403, Messages.forbidden);
     expect((await call("POST", "/users/login", { headers: { Origin: "http://localhost:8787" }, body })).status).toBe(201);
     expect((await call("POST", "/users/login", { body })).status).toBe(201);
   });
@@ -208,7 +208,7 @@ describe("sign-in refuses another site (login CSRF)", () => {
       headers: { "Content-Type": "application/x-www-form-urlencoded" },
       raw: `email=${encodeURIComponent(user.email)}&password=${encodeURIComponent(user.password)}`,
     });
-    await expectError(res, 400, "Request body must be valid JSON.");
+    await expectError(res, 400, Messages.badJson);
     expect(res.headers.get("Set-Cookie")).toBeNull();
   });
 
@@ -217,8 +217,8 @@ describe("sign-in refuses another site (login CSRF)", () => {
     await expectError(
       await call("POST", "/users/otp/change-password", { headers: { Origin: EVIL }, body: { email: "a@herald.test", one_time_passcode: crypto.randomUUID(), password: "violet-anchor-mountain-73" } }),
       403,
-      "Forbidden.",
+      Messages.forbidden,
     );
-    await expectError(await call("POST", "/users/first", { headers: { Origin: EVIL }, body: { email: "x@herald.test", username: "x", password: "violet-anchor-mountain-73" } }), 403, "Forbidden.");
+    await expectError(await call("POST", "/users/first", { headers: { Origin: EVIL }, body: { email: "x@herald.test", username: "x", password: "violet-anchor-mountain-73" } }), 403, Messages.forbidden);
   });
 });

@@ -2,6 +2,7 @@ import commonPasswords from "@zxcvbn-ts/language-common/dist/passwords.json.mjs"
 import { describe, expect, it } from "vitest";
 import { CURRENT_ARGON2_PARAMS, hashPassword, verifyPassword } from "../../src/auth/passwords/hash";
 import { checkPasswordPolicy } from "../../src/auth/passwords/policy";
+import { AuthMessages } from "../../src/auth/messages";
 import { coderHash } from "../fixtures/coder-hash";
 
 const STRONG = "mellow orbit cactus lantern";
@@ -117,19 +118,19 @@ describe("checkPasswordPolicy", () => {
   it("counts code points after NFKC and never truncates", () => {
     expect(checkPasswordPolicy("Xq7#vLp")).toEqual({
       valid: false,
-      details: "Password must be at least 8 characters.",
+      details: AuthMessages.passwordTooShort(8),
     });
     // 8 astral characters are 16 UTF-16 units but 8 code points: long enough, however weak they may be.
     const emoji = "\u{1F600}\u{1F680}\u{1F30D}\u{1F3B2}\u{1F9E9}\u{1F344}\u{1F6F8}\u{1F9CA}";
     expect(emoji.length).toBe(16);
     expect(checkPasswordPolicy(emoji).details).not.toMatch(/at least/);
-    expect(checkPasswordPolicy(emoji.slice(0, 14)).details).toBe("Password must be at least 8 characters.");
+    expect(checkPasswordPolicy(emoji.slice(0, 14)).details).toBe(AuthMessages.passwordTooShort(8));
     // NFKC: the ligature "ﬃ" becomes "ffi" (3 code points), so 6 of them are long enough...
     expect(checkPasswordPolicy("\uFB03".repeat(6)).details).not.toMatch(/at least/);
     // ...and fullwidth letters are their ASCII counterparts, so this is the common password "password".
     expect(checkPasswordPolicy("\uFF50\uFF41\uFF53\uFF53\uFF57\uFF4F\uFF52\uFF44")).toEqual({
       valid: false,
-      details: "Password is too common.",
+      details: AuthMessages.passwordTooCommon,
     });
   });
 
@@ -140,7 +141,7 @@ describe("checkPasswordPolicy", () => {
     expect(checkPasswordPolicy(long)).toEqual(ok);
     expect(checkPasswordPolicy(`${long}x`)).toEqual({
       valid: false,
-      details: "Password must be at most 256 characters.",
+      details: AuthMessages.passwordTooLong(256),
     });
     // 256 astral code points (512 UTF-16 units) are still within the limit.
     expect(checkPasswordPolicy("\u{1F600}\u{1F680}\u{1F30D}\u{1F3B2}".repeat(64)).details).not.toMatch(/at most/);
@@ -148,13 +149,13 @@ describe("checkPasswordPolicy", () => {
 
   it("rejects common passwords case-insensitively", () => {
     for (const password of ["password", "PASSWORD", "Password1", "qwertyuiop", "iloveyou"]) {
-      expect(checkPasswordPolicy(password), password).toEqual({ valid: false, details: "Password is too common." });
+      expect(checkPasswordPolicy(password), password).toEqual({ valid: false, details: AuthMessages.passwordTooCommon });
     }
   });
 
   it("rejects passwords containing the username or the e-mail local part", () => {
     const context = { email: "Zanzibar.Quill@example.com", username: "frostbyte", name: "Zed Quill" };
-    const personal = { valid: false, details: "Password must not contain your username or e-mail." };
+    const personal = { valid: false, details: AuthMessages.passwordPersonal };
     expect(checkPasswordPolicy("my FROSTBYTE tundra lamp", context)).toEqual(personal);
     expect(checkPasswordPolicy("zanzibar.quill orbit lantern", context)).toEqual(personal);
     expect(checkPasswordPolicy(STRONG, context)).toEqual(ok);
@@ -168,9 +169,8 @@ describe("checkPasswordPolicy", () => {
       expect(result.valid, password).toBe(false);
       expect(result.details, password).toMatch(/^Password is too (weak: .+\.|common\.)$/);
     }
-    expect(checkPasswordPolicy("aaaaaaaaaaaa").details).toBe(
-      'Password is too weak: Repeated characters like "aaa" are easy to guess.',
-    );
+    // The reason is zxcvbn's own warning.
+    expect(checkPasswordPolicy("aaaaaaaaaaaa").details).toBe(AuthMessages.passwordTooWeak('Repeated characters like "aaa" are easy to guess.'));
   });
 
   it("accepts a strong passphrase", () => {

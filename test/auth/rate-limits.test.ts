@@ -6,6 +6,8 @@ import { database } from "../../src/db/client";
 import { handleScheduled } from "../../src/notifications/background";
 import type { Env } from "../../src/env";
 import { TEMPLATE_IDS } from "../../src/notifications/templates";
+import { Messages } from "../../src/http/errors";
+import { UserMessages } from "../../src/users/messages";
 import { BASE, call, createUser, expectError, fetchApp } from "../helpers";
 import { waitFor } from "../peers";
 
@@ -24,7 +26,7 @@ describe("per-user limits on password checks and credentials (10 a minute)", () 
   it("POST /users/validate-password", async () => {
     const user = await createUser();
     const limited = await untilLimited(() => call("POST", "/users/validate-password", { token: user.token, body: { password: "candidate-password-1" } }));
-    expect((await expectError(limited, 429)).message).toBe("You've been rate limited for sending more than 10 requests in 1m0s.");
+    expect((await expectError(limited, 429)).message).toBe(Messages.rateLimited(10, "1m0s"));
   });
 
   it("PUT /users/me/password: the old password cannot be guessed without limit", async () => {
@@ -59,7 +61,7 @@ describe("per-user limits on password checks and credentials (10 a minute)", () 
     };
     expect((await create("one")).status).toBe(201);
     expect((await create("two")).status).toBe(201);
-    const third = await expectError(await create("three"), 400, "Too many API tokens.");
+    const third = await expectError(await create("three"), 400, UserMessages.tooManyTokens);
     expect(third.detail).toMatch(/at most 2 API tokens/);
   });
 });

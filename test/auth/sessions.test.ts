@@ -1,9 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { BAD_CREDENTIAL } from "../../src/auth/session";
+import { AuthMessages } from "../../src/auth/messages";
+import { Messages } from "../../src/http/errors";
 import { call, createUser, expectError, json, login, owner, fetchApp } from "../helpers";
-
-const SIGNED_OUT = "You are signed out or your session has expired. Please sign in again to continue.";
 
 async function keyRow(token: string) {
   return env.DB.prepare("SELECT * FROM api_keys WHERE id = ?").bind(token.slice(0, 10)).first<{ last_used: string; expires_at: string; hashed_secret: string }>();
@@ -28,28 +27,28 @@ describe("SPEC §2 credentials", () => {
   // key id from a wrong secret confirms the id exists, so every bad credential now gets one detail.
   it("answers every bad credential with 401, the signed-out message and one and the same detail", async () => {
     const user = await createUser();
-    const missing = await expectError(await call("GET", "/users/me"), 401, SIGNED_OUT);
-    expect(missing.detail).toMatch(/No session token was sent/);
+    const missing = await expectError(await call("GET", "/users/me"), 401, Messages.signedOut);
+    expect(missing.detail).toBe(AuthMessages.noCredential("Service-Session-Token"));
     const bad: Record<string, string>[] = [
       { "Service-Session-Token": "garbage" },
       { "Service-Session-Token": "AAAAAAAAAA-BBBBBBBBBBBBBBBBBBBBBB" },
       { "Service-Session-Token": `${user.token.slice(0, 11)}BBBBBBBBBBBBBBBBBBBBBB` },
     ];
     for (const headers of bad) {
-      const body = await expectError(await call("GET", "/users/me", { headers }), 401, SIGNED_OUT);
-      expect(body.detail).toBe(BAD_CREDENTIAL);
+      const body = await expectError(await call("GET", "/users/me", { headers }), 401, Messages.signedOut);
+      expect(body.detail).toBe(AuthMessages.badCredential);
     }
     await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), user.token.slice(0, 10)).run();
-    const expired = await expectError(await call("GET", "/users/me", { token: user.token }), 401, SIGNED_OUT);
-    expect(expired.detail).toBe(BAD_CREDENTIAL);
+    const expired = await expectError(await call("GET", "/users/me", { token: user.token }), 401, Messages.signedOut);
+    expect(expired.detail).toBe(AuthMessages.badCredential);
   });
 
   it("a suspended user's credential gets the same detail", async () => {
     const admin = await owner();
     const user = await createUser();
     await call("PUT", `/users/${user.id}/status/suspend`, { token: admin.token });
-    const body = await expectError(await call("GET", "/users/me", { token: user.token }), 401, SIGNED_OUT);
-    expect(body.detail).toBe(BAD_CREDENTIAL);
+    const body = await expectError(await call("GET", "/users/me", { token: user.token }), 401, Messages.signedOut);
+    expect(body.detail).toBe(AuthMessages.badCredential);
   });
 
   it("rejects cookie-authenticated state changes from a foreign Origin", async () => {
@@ -91,8 +90,8 @@ describe("SPEC §2 credentials", () => {
     await env.DB.prepare("UPDATE api_keys SET created_at = ?, last_used = ?, expires_at = ? WHERE id = ?")
       .bind(old, new Date().toISOString(), new Date(Date.now() + DAY).toISOString(), id)
       .run();
-    const body = await expectError(await call("GET", "/users/me", { token: user.token }), 401, SIGNED_OUT);
-    expect(body.detail).toBe(BAD_CREDENTIAL);
+    const body = await expectError(await call("GET", "/users/me", { token: user.token }), 401, Messages.signedOut);
+    expect(body.detail).toBe(AuthMessages.badCredential);
   });
 
   it("sliding forward stops at the absolute end", async () => {
@@ -124,7 +123,7 @@ describe("suspension (ASVS 7.4.2)", () => {
     expect(n).toBe(0);
     expect((await call("PUT", `/users/${user.id}/status/activate`, { token: admin.token })).status).toBe(200);
     for (const token of [user.token, apiToken]) {
-      await expectError(await call("GET", "/users/me", { token }), 401, SIGNED_OUT);
+      await expectError(await call("GET", "/users/me", { token }), 401, Messages.signedOut);
     }
     expect((await call("POST", "/users/login", { body: { email: user.email, password: user.password } })).status).toBe(201);
   });

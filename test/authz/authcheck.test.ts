@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { EXTERNAL_SCOPES, RESOURCE_ACTIONS } from "../../src/authz/catalog";
 import { authorize, type Subject } from "../../src/authz/evaluate";
+import { Messages } from "../../src/http/errors";
 import { call, createUser, expectError, json, owner } from "../helpers";
 import { deliver } from "../inbox/inbox-helpers";
 
@@ -130,7 +131,7 @@ describe("A2 POST /authcheck", () => {
 
   it("requires resource_type and action per check, naming the key, and at most 100 checks", async () => {
     const user = await createUser();
-    const body = await expectError(await call("POST", "/authcheck", { token: user.token, body: { checks: { k1: { object: { resource_type: "user" } }, k2: { action: "read", object: {} } } } }), 400, "Validation failed.");
+    const body = await expectError(await call("POST", "/authcheck", { token: user.token, body: { checks: { k1: { object: { resource_type: "user" } }, k2: { action: "read", object: {} } } } }), 400, Messages.validation);
     expect(body.validations?.map((v) => v.field).sort()).toEqual(["checks.k1.action", "checks.k2.object.resource_type"]);
     const many = Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`c${i}`, { action: "read", object: { resource_type: "user" } }]));
     await expectError(await call("POST", "/authcheck", { token: user.token, body: { checks: many } }), 400);
@@ -162,7 +163,7 @@ describe("A6 POST /users/validate-password", () => {
     const strong = await call("POST", "/users/validate-password", { token: user.token, body: { password: "violet-anchor-mountain-73" } });
     expect(strong.status).toBe(200);
     expect(await json(strong)).toEqual({ valid: true, details: "" });
-    await expectError(await call("POST", "/users/validate-password", { token: user.token, body: {} }), 400, "Validation failed.");
+    await expectError(await call("POST", "/users/validate-password", { token: user.token, body: {} }), 400, Messages.validation);
     expect(env.DB).toBeDefined();
   });
 });

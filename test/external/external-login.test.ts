@@ -12,6 +12,9 @@ import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
 import { signValue } from "../../src/lib/signed";
 import { TEMPLATE_IDS } from "../../src/notifications/templates";
+import { AuthMessages } from "../../src/auth/messages";
+import { ExternalMessages } from "../../src/external/messages";
+import { Messages } from "../../src/http/errors";
 import { call, createUser, expectError, json, owner, type TestUser, fetchApp, send } from "../helpers";
 import {
   CookieJar,
@@ -32,7 +35,6 @@ const CONVERT_URL = `${HERALD}/api/v2/users/me/convert-login`;
 const FLOW_COOKIE = "herald_oauth_flow";
 const CONVERSION_COOKIE = "herald_login_conversion";
 const SESSION_COOKIE = "service_session_token";
-const INCORRECT = "Incorrect email or password.";
 
 function required(value: string | undefined, name: string): string {
   if (!value) throw new Error(`binding ${name} is not set (see vitest.config.ts)`);
@@ -297,7 +299,7 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
     const email = `${unique("nobody")}@idp.test`;
     await oidcNextLogin(oidcAccount(email));
     const { done } = await signIn(OIDC_CALLBACK);
-    await expectError(done, 403, "Signups are disabled.");
+    await expectError(done, 403, ExternalMessages.signupsDisabled);
     noSession(done);
     const row = await env.DB.prepare("SELECT count(*) AS n FROM users WHERE lower(email) = ?").bind(email).first<{ n: number }>();
     expect(row?.n).toBe(0);
@@ -364,7 +366,7 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
     await oidcNextLogin(oidcAccount(user.email, { email_verified: false }));
     const { done } = await signIn(OIDC_CALLBACK, { override: { OIDC_ALLOW_SIGNUPS: "true" } });
     const body = await expectError(done, 403);
-    expect(body.detail).toMatch(/not verified/);
+    expect(body.detail).toBe(ExternalMessages.emailNotVerified);
     noSession(done);
   });
 
@@ -373,7 +375,7 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
     await oidcNextLogin(oidcAccount(user.email));
     const denied = await signIn(OIDC_CALLBACK, { override: { OIDC_EMAIL_DOMAIN: "corp.example, other.example" } });
     const body = await expectError(denied.done, 403);
-    expect(body.detail).toMatch(/domain/);
+    expect(body.detail).toBe(ExternalMessages.domainNotAllowed);
     noSession(denied.done);
 
     await oidcNextLogin(oidcAccount(user.email));
@@ -385,7 +387,7 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
     await oidcNextError("access_denied", "The user cancelled the sign-in");
     const { done, callback } = await signIn(OIDC_CALLBACK);
     expect(callback.searchParams.get("error")).toBe("access_denied");
-    const body = await expectError(done, 400, "The identity provider returned an error.");
+    const body = await expectError(done, 400, ExternalMessages.providerError);
     expect(body.detail).toContain("access_denied");
     noSession(done);
   });
@@ -400,27 +402,27 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
     expect(flow).toMatch(/^[\w-]+\.[0-9a-f]{64}$/);
 
     // No flow cookie: another browser (or a forged link) bringing a code.
-    await expectError(await herald(back, new CookieJar()), 400, "The sign-in cookie is missing: start again.");
+    await expectError(await herald(back, new CookieJar()), 400, ExternalMessages.cookieMissing("sign-in"));
     // Tampered body, or a body re-signed under another key.
     const tampered = new CookieJar();
     tampered.set(OIDC_CALLBACK, `${FLOW_COOKIE}=${tamper(flow)}; Path=/api/v2/users`);
-    await expectError(await herald(back, tampered), 400, "The sign-in cookie is not valid: start again.");
+    await expectError(await herald(back, tampered), 400, ExternalMessages.cookieInvalid("sign-in"));
     const foreign = new CookieJar();
     const forged = await signValue("another-secret-0123456789abcdefghijklmnopq", FLOW_COOKIE, { state: back.searchParams.get("state") }, Date.now() + 60_000);
     foreign.set(OIDC_CALLBACK, `${FLOW_COOKIE}=${forged}; Path=/api/v2/users`);
-    await expectError(await herald(back, foreign), 400, "The sign-in cookie is not valid: start again.");
+    await expectError(await herald(back, foreign), 400, ExternalMessages.cookieInvalid("sign-in"));
     // A correctly signed but expired flow.
     const stale = new CookieJar();
     const expired = await signValue(required(env.SECRET_KEY, "SECRET_KEY"), FLOW_COOKIE, { state: "x" }, Date.now() - 1000);
     stale.set(OIDC_CALLBACK, `${FLOW_COOKIE}=${expired}; Path=/api/v2/users`);
-    await expectError(await herald(back, stale), 400, "The sign-in cookie has expired: start again.");
+    await expectError(await herald(back, stale), 400, ExternalMessages.cookieExpired("sign-in"));
     // The state in the URL is not the one this browser started with.
     const otherState = new URL(back);
     otherState.searchParams.set("state", "not-the-state");
-    await expectError(await herald(otherState, jar), 400, "The sign-in state does not match: start again.");
+    await expectError(await herald(otherState, jar), 400, ExternalMessages.stateMismatch);
     const noState = new URL(back);
     noState.searchParams.delete("state");
-    await expectError(await herald(noState, jar), 400, "The sign-in state does not match: start again.");
+    await expectError(await herald(noState, jar), 400, ExternalMessages.stateMismatch);
 
     // None of that used up the real flow.
     await expectSignedInAs(await herald(back, jar), user.id, "oidc");
@@ -438,14 +440,14 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
     const replay = new URL(first.callback);
     replay.searchParams.set("state", authorize.searchParams.get("state") ?? "");
     const res = await herald(replay, jar);
-    await expectError(res, 400, "Failed to exchange the authorization code with the OpenID Connect provider.");
+    await expectError(res, 400, ExternalMessages.oidcExchangeFailed);
     noSession(res);
 
     // A flow cookie made by the GitHub callback does not finish an OIDC sign-in.
     const ghJar = new CookieJar();
     const gh = await start(GITHUB_CALLBACK, ghJar);
     const crossed = withQuery(OIDC_CALLBACK, { code: "x", state: gh.authorize.searchParams.get("state") ?? "" });
-    await expectError(await herald(crossed, ghJar), 400, "The sign-in was started with another provider: start again.");
+    await expectError(await herald(crossed, ghJar), 400, ExternalMessages.otherProvider);
   });
 
   it.each([
@@ -502,7 +504,7 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
     const user = await createUser();
     await oidcNextLogin(oidcAccount(user.email));
     const { done } = await signIn(OIDC_CALLBACK, { override: { OIDC_ALLOW_SIGNUPS: "true" } });
-    await expectError(done, 403, 'Incorrect login type, attempting to use "oidc" but user is of login type "password"');
+    await expectError(done, 403, AuthMessages.wrongLoginType("oidc", "password"));
     noSession(done);
     expect(await linksOf(user.id)).toEqual([]);
     expect((await userRow(user.id))?.login_type).toBe("password");
@@ -552,7 +554,7 @@ describe("A7 POST /users/{user}/convert-login (SPEC §3)", () => {
   it.each(["password", "none", "token"])("refuses to_type %s with 400", async (toType) => {
     const user = await createUser();
     const res = await call("POST", "/users/me/convert-login", { token: user.token, body: { password: user.password, to_type: toType } });
-    await expectError(res, 400, `Cannot convert to login type "${toType}".`);
+    await expectError(res, 400, ExternalMessages.cannotConvertTo(toType));
     expect(res.headers.getSetCookie()).toEqual([]);
   });
 
@@ -560,14 +562,14 @@ describe("A7 POST /users/{user}/convert-login (SPEC §3)", () => {
     const user = await createUser();
     for (const toType of ["saml", "OIDC", ""]) {
       const res = await call("POST", "/users/me/convert-login", { token: user.token, body: { password: user.password, to_type: toType } });
-      await expectError(res, 400, `Unknown login type "${toType}".`);
+      await expectError(res, 400, ExternalMessages.unknownLoginType(toType));
     }
   });
 
   it("answers a wrong password with 401 and starts nothing", async () => {
     const user = await createUser();
     const res = await call("POST", "/users/me/convert-login", { token: user.token, body: { password: "not-my-password-1", to_type: "oidc" } });
-    await expectError(res, 401, INCORRECT);
+    await expectError(res, 401, AuthMessages.incorrectLogin);
     expect(res.headers.getSetCookie()).toEqual([]);
     const row = await env.DB.prepare("SELECT count(*) AS n FROM login_conversions WHERE user_id = ?").bind(user.id).first<{ n: number }>();
     expect(row?.n).toBe(0);
@@ -589,20 +591,20 @@ describe("A7 POST /users/{user}/convert-login (SPEC §3)", () => {
     await oidcNextLogin(oidcAccount(user.email));
     const token = await expectSignedInAs((await signIn(OIDC_CALLBACK)).done, user.id, "oidc");
     const res = await call("POST", "/users/me/convert-login", { token, body: { password: "whatever-password", to_type: "github" } });
-    await expectError(res, 400, "User account must have password based authentication.");
+    await expectError(res, 400, ExternalMessages.passwordLoginRequired);
   });
 
   it("validates the body and requires authentication", async () => {
     const user = await createUser();
-    const missing = await expectError(await call("POST", "/users/me/convert-login", { token: user.token, body: {} }), 400, "Validation failed.");
+    const missing = await expectError(await call("POST", "/users/me/convert-login", { token: user.token, body: {} }), 400, Messages.validation);
     expect(missing.validations?.map((v) => v.field).sort()).toEqual(["password", "to_type"]);
     const noType = await expectError(
       await call("POST", "/users/me/convert-login", { token: user.token, body: { password: user.password } }),
       400,
-      "Validation failed.",
+      Messages.validation,
     );
     expect(noType.validations?.map((v) => v.field)).toEqual(["to_type"]);
-    await expectError(await call("POST", "/users/me/convert-login", { token: user.token, raw: "{nope" }), 400, "Request body must be valid JSON.");
+    await expectError(await call("POST", "/users/me/convert-login", { token: user.token, raw: "{nope" }), 400, Messages.badJson);
     await expectError(await call("POST", "/users/me/convert-login", { body: { password: user.password, to_type: "oidc" } }), 401);
   });
 });
@@ -622,7 +624,7 @@ describe("rate limits of the callbacks and A7 (issue 5 §4)", () => {
       }
       expect(limited, callback).toBeDefined();
       const body = await expectError(limited as Response, 429);
-      expect(body.message).toBe("You've been rate limited for sending more than 20 requests in 1m0s.");
+      expect(body.message).toBe(Messages.rateLimited(20, "1m0s"));
       expect(limited?.headers.get("Retry-After")).toBe("60");
     }
   });
@@ -634,7 +636,7 @@ describe("rate limits of the callbacks and A7 (issue 5 §4)", () => {
     for (let i = 0; i < 25 && !limited; i++) {
       const res = await call("POST", "/users/me/convert-login", { token: user.token, headers: client, body: { password: "not-the-password-1", to_type: "oidc" } });
       if (res.status === 429) limited = res;
-      else await expectError(res, 401, INCORRECT);
+      else await expectError(res, 401, AuthMessages.incorrectLogin);
     }
     expect(limited).toBeDefined();
     await expectError(limited as Response, 429);
@@ -704,7 +706,7 @@ describe("A7 conversion, end to end through the provider (issue 5 §4, §5)", ()
     expect((await call("GET", "/users/me", { token: session })).status).toBe(200);
 
     // Password sign-in and the passcode reset no longer work for this user.
-    await expectError(await call("POST", "/users/login", { body: { email: user.email, password: user.password } }), 401, INCORRECT);
+    await expectError(await call("POST", "/users/login", { body: { email: user.email, password: user.password } }), 401, AuthMessages.incorrectLogin);
     await requestPasscode(user.email);
     expect(await messagesOf(user.id, TEMPLATE_IDS.oneTimePasscode)).toHaveLength(1);
     await expectError(
@@ -712,7 +714,7 @@ describe("A7 conversion, end to end through the provider (issue 5 §4, §5)", ()
         body: { email: user.email, one_time_passcode: crypto.randomUUID(), password: `Fresh-${crypto.randomUUID()}` },
       }),
       400,
-      "Incorrect email or one-time passcode.",
+      AuthMessages.incorrectPasscode,
     );
     expect((await userRow(user.id))?.hashed_password).toBeNull();
 
@@ -769,7 +771,7 @@ describe("A7 conversion, end to end through the provider (issue 5 §4, §5)", ()
       .run();
     await oidcNextLogin(oidcAccount(user.email));
     const { done } = await signIn(OIDC_CALLBACK, { jar, query: { oidc_merge_state: state } });
-    await expectError(done, 400, "The login conversion has expired or was already used: start it again.");
+    await expectError(done, 400, ExternalMessages.conversionUsed);
     noSession(done);
     expect((await userRow(user.id))?.login_type).toBe("password");
   });
@@ -788,7 +790,7 @@ describe("A7 conversion, end to end through the provider (issue 5 §4, §5)", ()
     replay.set(OIDC_CALLBACK, `${CONVERSION_COOKIE}=${cookie}; Path=/api/v2/users`);
     await oidcNextLogin(account);
     const { done } = await signIn(OIDC_CALLBACK, { jar: replay, query: { oidc_merge_state: state } });
-    await expectError(done, 400, "The login conversion has expired or was already used: start it again.");
+    await expectError(done, 400, ExternalMessages.conversionUsed);
     noSession(done);
   });
 
@@ -797,18 +799,18 @@ describe("A7 conversion, end to end through the provider (issue 5 §4, §5)", ()
     const jar = new CookieJar();
     const { state } = await convert(user, "oidc", jar);
     const missing = await herald(withQuery(OIDC_CALLBACK, { oidc_merge_state: state }), new CookieJar());
-    await expectError(missing, 400, "The login conversion cookie is missing: start again.");
+    await expectError(missing, 400, ExternalMessages.cookieMissing("login conversion"));
     expect(missing.headers.get("Location")).toBeNull();
 
     const tampered = new CookieJar();
     tampered.set(OIDC_CALLBACK, `${CONVERSION_COOKIE}=${tamper(jar.get(OIDC_CALLBACK, CONVERSION_COOKIE) ?? "")}; Path=/api/v2/users`);
-    await expectError(await herald(withQuery(OIDC_CALLBACK, { oidc_merge_state: state }), tampered), 400, "The login conversion cookie is not valid: start again.");
+    await expectError(await herald(withQuery(OIDC_CALLBACK, { oidc_merge_state: state }), tampered), 400, ExternalMessages.cookieInvalid("login conversion"));
 
     // A cookie naming another user, signed under another key, is not accepted either.
     const forged = new CookieJar();
     const value = await signValue("another-secret-0123456789abcdefghijklmnopq", CONVERSION_COOKIE, { state, userId: user.id, toType: "oidc" }, Date.now() + 60_000);
     forged.set(OIDC_CALLBACK, `${CONVERSION_COOKIE}=${value}; Path=/api/v2/users`);
-    await expectError(await herald(withQuery(OIDC_CALLBACK, { oidc_merge_state: state }), forged), 400, "The login conversion cookie is not valid: start again.");
+    await expectError(await herald(withQuery(OIDC_CALLBACK, { oidc_merge_state: state }), forged), 400, ExternalMessages.cookieInvalid("login conversion"));
     expect((await userRow(user.id))?.login_type).toBe("password");
   });
 
@@ -820,11 +822,11 @@ describe("A7 conversion, end to end through the provider (issue 5 §4, §5)", ()
     const { state: bobState } = await convert(bob, "oidc", new CookieJar());
 
     const crossed = await herald(withQuery(OIDC_CALLBACK, { oidc_merge_state: bobState }), aliceJar);
-    await expectError(crossed, 400, "The conversion state does not match this browser's conversion.");
+    await expectError(crossed, 400, ExternalMessages.conversionStateMismatch);
     const madeUp = await herald(withQuery(OIDC_CALLBACK, { oidc_merge_state: `convert-${"a".repeat(32)}` }), aliceJar);
-    await expectError(madeUp, 400, "The conversion state does not match this browser's conversion.");
+    await expectError(madeUp, 400, ExternalMessages.conversionStateMismatch);
     const empty = await herald(withQuery(OIDC_CALLBACK, { oidc_merge_state: "" }), aliceJar);
-    await expectError(empty, 400, "The conversion state does not match this browser's conversion.");
+    await expectError(empty, 400, ExternalMessages.conversionStateMismatch);
     expect((await userRow(alice.id))?.login_type).toBe("password");
     expect((await userRow(bob.id))?.login_type).toBe("password");
   });
@@ -834,7 +836,7 @@ describe("A7 conversion, end to end through the provider (issue 5 §4, §5)", ()
     const jar = new CookieJar();
     const { state } = await convert(user, "github", jar);
     const res = await herald(withQuery(OIDC_CALLBACK, { oidc_merge_state: state }), jar);
-    await expectError(res, 400, 'This conversion is to "github", not "oidc".');
+    await expectError(res, 400, ExternalMessages.conversionForOther("github", "oidc"));
   });
 
   it("refuses an identity that already belongs to another account (409) and keeps the password", async () => {
@@ -849,7 +851,7 @@ describe("A7 conversion, end to end through the provider (issue 5 §4, §5)", ()
     // The provider reports the holder's subject with this user's e-mail (e.g. the IdP account's address changed).
     await oidcNextLogin({ ...account, email: user.email });
     const { done } = await signIn(OIDC_CALLBACK, { jar, query: { oidc_merge_state: state } });
-    await expectError(done, 409);
+    await expectError(done, 409, ExternalMessages.identityTaken);
     expect((await userRow(user.id))?.login_type).toBe("password");
   });
 
@@ -861,7 +863,7 @@ describe("A7 conversion, end to end through the provider (issue 5 §4, §5)", ()
     expect((await call("PUT", `/users/${user.id}/status/suspend`, { token: admin.token })).status).toBe(200);
     await oidcNextLogin(oidcAccount(user.email));
     const { done } = await signIn(OIDC_CALLBACK, { jar, query: { oidc_merge_state: state } });
-    await expectError(done, 401, "Your account is suspended. Contact an admin to reactivate your account.");
+    await expectError(done, 401, AuthMessages.suspended);
     noSession(done);
     const row = await userRow(user.id);
     expect(row?.login_type).toBe("password");
@@ -909,7 +911,7 @@ describe("GitHub sign-in against the stand-in (issue 5 §2)", () => {
     );
     const notPrimary = await signIn(GITHUB_CALLBACK);
     const body = await expectError(notPrimary.done, 403);
-    expect(body.detail).toMatch(/not verified/);
+    expect(body.detail).toBe(ExternalMessages.emailNotVerified);
     noSession(notPrimary.done);
 
     await githubNextLogin(githubAccount(user.email, { emails: [{ email: user.email, primary: true, verified: false, visibility: "private" }] }));
@@ -920,7 +922,7 @@ describe("GitHub sign-in against the stand-in (issue 5 §2)", () => {
     const email = `${unique("stranger")}@github.test`;
     await githubNextLogin(githubAccount(email));
     const { done } = await signIn(GITHUB_CALLBACK, { override: { OIDC_ALLOW_SIGNUPS: "true" } });
-    await expectError(done, 403, "Signups are disabled.");
+    await expectError(done, 403, ExternalMessages.signupsDisabled);
     const row = await env.DB.prepare("SELECT count(*) AS n FROM users WHERE lower(email) = ?").bind(email).first<{ n: number }>();
     expect(row?.n).toBe(0);
   });
@@ -928,10 +930,10 @@ describe("GitHub sign-in against the stand-in (issue 5 §2)", () => {
   it("refuses a password user's e-mail and an OIDC user's e-mail (wrong login type)", async () => {
     const user = await createUser();
     await githubNextLogin(githubAccount(user.email));
-    await expectError((await signIn(GITHUB_CALLBACK)).done, 403, 'Incorrect login type, attempting to use "github" but user is of login type "password"');
+    await expectError((await signIn(GITHUB_CALLBACK)).done, 403, AuthMessages.wrongLoginType("github", "password"));
     const oidcUser = await createExternalUser("oidc");
     await githubNextLogin(githubAccount(oidcUser.email));
-    await expectError((await signIn(GITHUB_CALLBACK)).done, 403, 'Incorrect login type, attempting to use "github" but user is of login type "oidc"');
+    await expectError((await signIn(GITHUB_CALLBACK)).done, 403, AuthMessages.wrongLoginType("github", "oidc"));
   });
 
   it("converts a password user to GitHub end to end", async () => {
@@ -949,7 +951,7 @@ describe("GitHub sign-in against the stand-in (issue 5 §2)", () => {
     expect((await linksOf(user.id)).map((l) => [l.issuer, l.subject])).toEqual([[GITHUB_ISSUER, String(account.id)]]);
     await expectError(await call("GET", "/users/me", { token: user.token }), 401);
     expect((await call("GET", "/users/me", { token: session })).status).toBe(200);
-    await expectError(await call("POST", "/users/login", { body: { email: user.email, password: user.password } }), 401, INCORRECT);
+    await expectError(await call("POST", "/users/login", { body: { email: user.email, password: user.password } }), 401, AuthMessages.incorrectLogin);
     expect((await messagesOf(user.id, TEMPLATE_IDS.loginMethodChanged)).length).toBeGreaterThanOrEqual(1);
 
     await githubNextLogin(account);
@@ -960,7 +962,7 @@ describe("GitHub sign-in against the stand-in (issue 5 §2)", () => {
     const user = await createUser();
     const jar = new CookieJar();
     const { state } = await convert(user, "oidc", jar);
-    await expectError(await herald(withQuery(GITHUB_CALLBACK, { oidc_merge_state: state }), jar), 400, 'This conversion is to "oidc", not "github".');
+    await expectError(await herald(withQuery(GITHUB_CALLBACK, { oidc_merge_state: state }), jar), 400, ExternalMessages.conversionForOther("oidc", "github"));
   });
 
   it("answers bad_verification_code (a replayed code under a fresh flow) with 400", async () => {
@@ -974,14 +976,14 @@ describe("GitHub sign-in against the stand-in (issue 5 §2)", () => {
     const replay = new URL(first.callback);
     replay.searchParams.set("state", authorize.searchParams.get("state") ?? "");
     const res = await herald(replay, jar);
-    await expectError(res, 400, "Failed to exchange the authorization code with GitHub.");
+    await expectError(res, 400, ExternalMessages.githubExchangeFailed);
     noSession(res);
   });
 
   it("answers a GitHub authorize error (access_denied) with 400", async () => {
     await githubNextError("access_denied", "The user has denied your application access.");
     const { done } = await signIn(GITHUB_CALLBACK);
-    const body = await expectError(done, 400, "The identity provider returned an error.");
+    const body = await expectError(done, 400, ExternalMessages.providerError);
     expect(body.detail).toContain("access_denied");
   });
 });
@@ -997,7 +999,7 @@ describe("provider trouble", () => {
       ctx,
     );
     await waitOnExecutionContext(ctx);
-    await expectError(res, 502, "The OpenID Connect provider could not be reached.");
+    await expectError(res, 502, ExternalMessages.oidcUnreachable);
   });
 
   it("an unconfigured provider answers 400 and starts nothing", async () => {
@@ -1008,7 +1010,7 @@ describe("provider trouble", () => {
       ctx,
     );
     await waitOnExecutionContext(ctx);
-    await expectError(res, 400, "Sign-in with GitHub is not configured.");
+    await expectError(res, 400, ExternalMessages.notConfigured("GitHub"));
     expect(res.headers.get("Set-Cookie")).toBeNull();
   });
 });

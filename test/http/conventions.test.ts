@@ -1,17 +1,18 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { Messages } from "../../src/http/errors";
 import { call, createUser, expectError, json, owner, fetchApp } from "../helpers";
 
 describe("SPEC §1 conventions", () => {
   it("answers an unknown route under /api/v2 with 404 Route not found.", async () => {
-    await expectError(await call("GET", "/no/such/route"), 404, "Route not found.");
+    await expectError(await call("GET", "/no/such/route"), 404, Messages.routeNotFound);
   });
 
   it("answers a known path with a wrong method with 405 and Allow", async () => {
     const res = await call("DELETE", "/auth/scopes");
     const body = await expectError(res, 405);
-    expect(body.message).toBe("Method not allowed.");
+    expect(body.message).toBe(Messages.methodNotAllowed);
     expect(res.headers.get("Allow")).toContain("GET");
     const authcheck = await call("GET", "/authcheck");
     expect(authcheck.status).toBe(405);
@@ -21,23 +22,23 @@ describe("SPEC §1 conventions", () => {
   it("a trailing slash is another path: 404, not a 405 whose Allow names the method used", async () => {
     const { token } = await owner();
     const res = await call("GET", "/notifications/inbox/", { token });
-    await expectError(res, 404, "Route not found.");
+    await expectError(res, 404, Messages.routeNotFound);
     expect(res.headers.get("Allow")).toBeNull();
   });
 
   it("rejects bodies over 1 MiB with 413 in the error shape", async () => {
     const { token } = await owner();
     const res = await call("POST", "/authcheck", { token, raw: JSON.stringify({ checks: {}, pad: "x".repeat(1024 * 1024) }) });
-    await expectError(res, 413, "Request body is too large.");
+    await expectError(res, 413, Messages.tooLarge);
   });
 
   it("answers a body that is not JSON with 400 Request body must be valid JSON.", async () => {
-    await expectError(await call("POST", "/users/login", { raw: "{not json" }), 400, "Request body must be valid JSON.");
-    await expectError(await call("POST", "/users/login", { raw: "" }), 400, "Request body must be valid JSON.");
+    await expectError(await call("POST", "/users/login", { raw: "{not json" }), 400, Messages.badJson);
+    await expectError(await call("POST", "/users/login", { raw: "" }), 400, Messages.badJson);
   });
 
   it("answers schema failures with one validation per bad field, by JSON path", async () => {
-    const body = await expectError(await call("POST", "/users/login", { body: { email: "nope", password: 5 } }), 400, "Validation failed.");
+    const body = await expectError(await call("POST", "/users/login", { body: { email: "nope", password: 5 } }), 400, Messages.validation);
     expect(body.validations?.map((v) => v.field).sort()).toEqual(["email", "password"]);
   });
 
@@ -61,7 +62,7 @@ describe("SPEC §1 conventions", () => {
     const secure = { ...env, ACCESS_URL: "https://herald.example.com" };
     const ctx = createExecutionContext();
     const api = await fetchApp(new Request("http://herald.example.com/api/v2/users/login", { method: "POST", body: "{}" }), secure, ctx);
-    await expectError(api, 403, "This server answers over https only.");
+    await expectError(api, 403, Messages.httpsOnly);
     const page = await fetchApp(new Request("http://herald.example.com/?x=1"), secure, ctx);
     expect(page.status).toBe(308);
     expect(page.headers.get("Location")).toBe("https://herald.example.com/?x=1");
@@ -142,8 +143,8 @@ describe("SPEC §1 conventions", () => {
   it("fails loudly with a 500 that leaks nothing when the configuration is invalid", async () => {
     const ctx = createExecutionContext();
     const res = await fetchApp(new Request("http://localhost/api/v2/auth/scopes"), { ...env, SECRET_KEY: "short" }, ctx);
-    const body = await expectError(res, 500, "An internal server error occurred.");
-    expect(body.detail).toMatch(/^Request ID: /);
+    const body = await expectError(res, 500, Messages.internal);
+    expect(body.detail).toBe(Messages.requestId(res.headers.get("X-Request-Id") ?? ""));
     expect(JSON.stringify(body)).not.toContain("SECRET_KEY");
     await waitOnExecutionContext(ctx);
   });

@@ -2,6 +2,8 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { FALLBACK_ICONS } from "../../src/inbox/model";
 import type { UserInbox } from "../../src/inbox/user-inbox";
+import { Messages } from "../../src/http/errors";
+import { InboxMessages } from "../../src/inbox/messages";
 import { call, createUser, expectError, json } from "../helpers";
 import { deliver, inbox, list, TEMPLATE_A, TEMPLATE_B } from "./inbox-helpers";
 
@@ -80,7 +82,7 @@ describe("N3 GET /notifications/inbox (SPEC §4)", () => {
     expect((await list(user.token, "?limit=1")).notifications).toHaveLength(1);
     expect((await list(user.token, "?limit=100")).notifications).toHaveLength(1);
     for (const bad of ["0", "101", "abc", "1.5"]) {
-      const body = await expectError(await call("GET", `/notifications/inbox?limit=${bad}`, { token: user.token }), 400, "Validation failed.");
+      const body = await expectError(await call("GET", `/notifications/inbox?limit=${bad}`, { token: user.token }), 400, Messages.validation);
       expect(body.validations?.[0]?.field).toBe("limit");
     }
   });
@@ -99,7 +101,7 @@ describe("N3 GET /notifications/inbox (SPEC §4)", () => {
       ["?bogus=1", "bogus"],
     ];
     for (const [query, field] of cases) {
-      const body = await expectError(await call("GET", `/notifications/inbox${query}`, { token: user.token }), 400, "Validation failed.");
+      const body = await expectError(await call("GET", `/notifications/inbox${query}`, { token: user.token }), 400, Messages.validation);
       expect(body.validations?.map((v) => v.field), query).toContain(field);
     }
   });
@@ -134,7 +136,7 @@ describe("N6 PUT /notifications/inbox/{id}/read-status", () => {
     const read = await call("PUT", `/notifications/inbox/${n.id}/read-status`, { token: user.token, body: { is_read: true } });
     expect(read.status).toBe(200);
     const readBody = await json<{ message: string; notification: { id: string; read_at: string | null }; unread_count: number }>(read);
-    expect(readBody.message).toBe("Notification marked as read.");
+    expect(readBody.message).toBe(InboxMessages.markedRead);
     expect(readBody.notification.id).toBe(n.id);
     expect(Date.parse(readBody.notification.read_at ?? "")).toBeGreaterThan(0);
     expect(readBody.unread_count).toBe(1);
@@ -152,8 +154,8 @@ describe("N6 PUT /notifications/inbox/{id}/read-status", () => {
     const user = await createUser();
     const other = await createUser();
     const theirs = await deliver(other.id);
-    await expectError(await call("PUT", "/notifications/inbox/abc/read-status", { token: user.token, body: { is_read: true } }), 400, "Validation failed.");
-    const missing = await expectError(await call("PUT", `/notifications/inbox/${theirs.id}/read-status`, { token: user.token, body: {} }), 400, "Validation failed.");
+    await expectError(await call("PUT", "/notifications/inbox/abc/read-status", { token: user.token, body: { is_read: true } }), 400, Messages.validation);
+    const missing = await expectError(await call("PUT", `/notifications/inbox/${theirs.id}/read-status`, { token: user.token, body: {} }), 400, Messages.validation);
     expect(missing.validations?.[0]?.field).toBe("is_read");
     await expectError(await call("PUT", `/notifications/inbox/${theirs.id}/read-status`, { token: user.token, body: { is_read: "yes" } }), 400);
     await expectError(await call("PUT", `/notifications/inbox/${theirs.id}/read-status`, { token: user.token, body: { is_read: true } }), 404);

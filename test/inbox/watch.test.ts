@@ -1,6 +1,8 @@
 import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { Messages } from "../../src/http/errors";
+import { InboxMessages } from "../../src/inbox/messages";
 import { call, createUser, expectError, login, owner } from "../helpers";
 import { deliver, inbox, TEMPLATE_A, TEMPLATE_B, watch } from "./inbox-helpers";
 
@@ -109,10 +111,10 @@ describe("N5 GET /notifications/inbox/watch (SPEC §4)", () => {
     const user = await createUser();
     const headers = { "Service-Session-Token": user.token, Upgrade: "websocket" };
     for (const [query, field] of [["?format=html", "format"], ["?targets=x", "targets"], ["?read_status=new", "read_status"], ["?page=2", "page"]] as const) {
-      const body = await expectError(await call("GET", `${WATCH}${query}`, { headers }), 400, "Validation failed.");
+      const body = await expectError(await call("GET", `${WATCH}${query}`, { headers }), 400, Messages.validation);
       expect(body.validations?.map((v) => v.field)).toContain(field);
     }
-    await expectError(await call("GET", WATCH, { token: user.token }), 400, "This endpoint only serves WebSocket connections.");
+    await expectError(await call("GET", WATCH, { token: user.token }), 400, InboxMessages.websocketOnly);
     await expectError(await call("GET", WATCH, { headers: { ...headers, "Sec-WebSocket-Protocol": "chat" } }), 400);
     await expectError(await call("GET", WATCH, { headers: { Upgrade: "websocket" } }), 401);
     await expectError(await call("GET", WATCH, { headers: { Upgrade: "websocket", "Sec-WebSocket-Protocol": "herald.v1, herald.token.bad" } }), 401);
@@ -174,7 +176,7 @@ describe("watch sockets end with their session", () => {
     const ended = closed(w.ws);
     const event = await ended;
     expect(event.code).toBe(4401);
-    expect(event.reason).toBe("Your session has expired: sign in again.");
+    expect(event.reason).toBe(InboxMessages.sessionExpired);
   });
 
   it("a session that slid forward while watched keeps its socket", async () => {

@@ -7,6 +7,8 @@ import { handleQueue } from "../../src/notifications/background";
 import { writePaused } from "../../src/notifications/settings";
 import { standardWebhookSignature } from "../../src/notifications/channels/webhook";
 import { TEMPLATE_IDS } from "../../src/notifications/templates";
+import { AuthMessages } from "../../src/auth/messages";
+import { Messages } from "../../src/http/errors";
 import { call, createUser, expectError, json, owner } from "../helpers";
 import { list } from "../inbox/inbox-helpers";
 import { emails, scriptWebhook, startSmtp, stopSmtp, waitFor, webhooks } from "../peers";
@@ -177,7 +179,7 @@ describe("N7 / N8 settings (here: pausing affects every delivery)", () => {
     const member = await createUser();
     expect(await json(await call("GET", "/notifications/settings", { token: member.token }))).toEqual({ notifier_paused: false });
     await expectError(await call("PUT", "/notifications/settings", { token: member.token, body: { notifier_paused: true } }), 403);
-    await expectError(await call("PUT", "/notifications/settings", { token: admin.token, body: {} }), 400, "Validation failed.");
+    await expectError(await call("PUT", "/notifications/settings", { token: admin.token, body: {} }), 400, Messages.validation);
     await expectError(await call("PUT", "/notifications/settings", { token: admin.token, body: { notifier_paused: "yes" } }), 400);
     const unchanged = await call("PUT", "/notifications/settings", { token: admin.token, body: { notifier_paused: false } });
     expect(unchanged.status).toBe(304);
@@ -252,7 +254,7 @@ describe("A5 / A4 password reset by one-time passcode (SPEC §3)", () => {
     await requestCode(user.email);
     const code = await codeFor(user.email);
     expect((await change(user.email, code, "a-whole-new-passphrase-31")).status).toBe(204);
-    await expectError(await change(user.email, code, "another-new-passphrase-32"), 400, "Incorrect email or one-time passcode.");
+    await expectError(await change(user.email, code, "another-new-passphrase-32"), 400, AuthMessages.incorrectPasscode);
     await expectError(await call("GET", "/users/me", { token: user.token }), 401);
     await expectError(await call("GET", "/users/me", { token: key }), 401);
     expect((await call("POST", "/users/login", { body: { email: user.email, password: "a-whole-new-passphrase-31" } })).status).toBe(201);
@@ -266,10 +268,10 @@ describe("A5 / A4 password reset by one-time passcode (SPEC §3)", () => {
     const first = await codeFor(user.email, 0);
     await requestCode(user.email);
     const second = await codeFor(user.email, 1);
-    await expectError(await change(user.email, first, "replaced-code-passphrase-1"), 400, "Incorrect email or one-time passcode.");
-    await expectError(await change(user.email, second, "short"), 400, "Invalid password.");
-    await expectError(await change(user.email, second, user.password), 400, "New password cannot match old password.");
-    await expectError(await change(`ghost-${crypto.randomUUID().slice(0, 6)}@herald.test`, second, "ghostly-passphrase-42"), 400, "Incorrect email or one-time passcode.");
+    await expectError(await change(user.email, first, "replaced-code-passphrase-1"), 400, AuthMessages.incorrectPasscode);
+    await expectError(await change(user.email, second, "short"), 400, AuthMessages.invalidPassword);
+    await expectError(await change(user.email, second, user.password), 400, AuthMessages.samePassword);
+    await expectError(await change(`ghost-${crypto.randomUUID().slice(0, 6)}@herald.test`, second, "ghostly-passphrase-42"), 400, AuthMessages.incorrectPasscode);
   });
 
   it("a code survives four wrong tries and is burned by the fifth", async () => {
@@ -283,11 +285,11 @@ describe("A5 / A4 password reset by one-time passcode (SPEC §3)", () => {
     await requestCode(user.email);
     const burned = await codeFor(user.email);
     for (let i = 0; i < 5; i++) await expectError(await change(user.email, crypto.randomUUID(), "guessing-passphrase-77"), 400);
-    await expectError(await change(user.email, burned, "burned-code-passphrase-5"), 400, "Incorrect email or one-time passcode.");
+    await expectError(await change(user.email, burned, "burned-code-passphrase-5"), 400, AuthMessages.incorrectPasscode);
     await requestCode(user.email);
     const fresh = await codeFor(user.email, 1);
     await env.DB.prepare("UPDATE one_time_passcodes SET expires_at = ? WHERE user_id = ?").bind(new Date(Date.now() - 1000).toISOString(), user.id).run();
-    await expectError(await change(user.email, fresh, "expired-code-passphrase-9"), 400, "Incorrect email or one-time passcode.");
+    await expectError(await change(user.email, fresh, "expired-code-passphrase-9"), 400, AuthMessages.incorrectPasscode);
   });
 
   it("two concurrent uses of one code: exactly one succeeds", async () => {

@@ -10,6 +10,7 @@ import { messageIdFor } from "../../src/notifications/channels/smtp";
 import { composeEmail } from "../../src/notifications/email/mime";
 import { dotStuff } from "../../src/notifications/email/smtp-client";
 import { emailText, renderTemplate } from "../../src/notifications/render";
+import { NotificationsMessages } from "../../src/notifications/messages";
 import { call, createUser, expectError } from "../helpers";
 import { NASTY_STRINGS } from "../fixtures/arbitraries";
 
@@ -65,7 +66,7 @@ describe("N1 titles become e-mail subjects (docs/email.md)", () => {
       "next line\u0085",
     ];
     for (const title of payloads) {
-      const body = await expectError(await call("POST", "/notifications/custom", { token: user.token, body: { content: { title, message: "x" } } }), 400, "Invalid request body");
+      const body = await expectError(await call("POST", "/notifications/custom", { token: user.token, body: { content: { title, message: "x" } } }), 400, NotificationsMessages.invalidCustomBody);
       expect(body.validations?.map((v) => v.field)).toContain("content.title");
     }
     const { n } = (await env.DB.prepare("SELECT count(*) AS n FROM notification_messages WHERE user_id = ?").bind(user.id).first<{ n: number }>()) ?? { n: -1 };

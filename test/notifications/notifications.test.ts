@@ -1,6 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { TEMPLATE_IDS } from "../../src/notifications/templates";
+import { Messages } from "../../src/http/errors";
+import { NotificationsMessages } from "../../src/notifications/messages";
 import { call, createUser, expectError, json, owner, fetchApp } from "../helpers";
 import { list } from "../inbox/inbox-helpers";
 
@@ -68,18 +70,18 @@ describe("N1 POST /notifications/custom (SPEC §4)", () => {
   it("rejects empty, whitespace-only and over-long content with 400 Invalid request body", async () => {
     const user = await createUser();
     for (const content of [{ title: "", message: "" }, { title: "  ", message: "\n\t" }, {}, { title: "x".repeat(121) }, { message: "x".repeat(2001) }]) {
-      const body = await expectError(await call("POST", "/notifications/custom", { token: user.token, body: { content } }), 400, "Invalid request body");
+      const body = await expectError(await call("POST", "/notifications/custom", { token: user.token, body: { content } }), 400, NotificationsMessages.invalidCustomBody);
       expect(body.detail).toBeTruthy();
     }
-    await expectError(await call("POST", "/notifications/custom", { token: user.token, body: {} }), 400, "Invalid request body");
+    await expectError(await call("POST", "/notifications/custom", { token: user.token, body: {} }), 400, NotificationsMessages.invalidCustomBody);
     expect(await messages(user.id)).toEqual([]);
     expect((await call("POST", "/notifications/custom", { token: user.token, body: { content: { title: "x".repeat(120), message: "y".repeat(2000) } } })).status).toBe(204);
   });
 
   it("forbids system users with the documented detail", async () => {
     const svc = await createUser({ service: true });
-    const body = await expectError(await call("POST", "/notifications/custom", { token: svc.token, body: { content: { title: "hi" } } }), 403, "Forbidden");
-    expect(body.detail).toBe("System users cannot send custom notifications.");
+    const body = await expectError(await call("POST", "/notifications/custom", { token: svc.token, body: { content: { title: "hi" } } }), 403, NotificationsMessages.systemUserForbidden);
+    expect(body.detail).toBe(NotificationsMessages.systemUserCustom);
     await expectError(await call("POST", "/notifications/custom", { body: { content: { title: "hi" } } }), 401);
   });
 });
@@ -117,7 +119,7 @@ describe("N12 / N13 preferences", () => {
     const body = await expectError(
       await call("PUT", "/users/me/notifications/preferences", { token: user.token, body: { template_disabled_map: { [bad[0] ?? ""]: true, [bad[1] ?? ""]: false, [TEMPLATE_IDS.test]: true } } }),
       400,
-      "Validation failed.",
+      Messages.validation,
     );
     expect(body.validations?.map((v) => v.field).sort()).toEqual(bad.map((k) => `template_disabled_map.${k}`).sort());
     expect(await json(await call("GET", "/users/me/notifications/preferences", { token: user.token }))).toEqual([]);

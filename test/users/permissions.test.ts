@@ -1,140 +1,25 @@
 /**
- * The permission matrix of SPEC §5 (with §2's "invisible → 404" and §3/§7's endpoint rules), endpoint by endpoint:
- * every line below is one endpoint acting on one kind of target, every column one kind of caller. Each cell becomes
- * its own test, which also checks that a refused request (and an allowed read) left D1 untouched, and that an
+ * The permission matrix of the account and authorization endpoints (docs/authorization.md: site roles, where each
+ * endpoint checks, API token scopes, and "a user you may not read is 404, not 403"), endpoint by endpoint: every line
+ * below is one endpoint acting on one kind of target, every column one kind of caller. The callers, the fixtures and
+ * the cell runner are shared with the notification matrix (test/fixtures/principals.ts); each cell is its own test,
+ * which also checks that a refused request (and an allowed read) left the account tables untouched, and that an
  * allowed write did change something.
  *
  * Targets: `self` is the caller (`/users/me/...`), `member` another plain member, `owner` another owner, `—` none.
- * On destructive lines every cell acting on itself gets a fresh caller, and every cell expected to succeed on another
- * user gets a fresh target; the cells expected to be refused share one fresh target per line (a refusal leaves it as
- * it was — and if one wrongly succeeds, the damage stays on that line).
+ * Destructive lines get fresh callers and targets where a success would change them (see `arrange` in the harness).
  */
-import { env } from "cloudflare:workers";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { call, expectError, json, login, owner } from "../helpers";
-
-// ---------------------------------------------------------------------------------------------------------------
-// Callers
-// ---------------------------------------------------------------------------------------------------------------
-
-const ACTORS = [
-  "anonymous",
-  "owner",
-  "user-admin",
-  "auditor",
-  "member",
-  "system user",
-  "member token [user:read]",
-  "owner token [user:read]",
-] as const;
-type ActorName = (typeof ACTORS)[number];
-
-interface Account {
-  id: string;
-  username: string;
-  email: string;
-  password: string;
-}
-
-interface Principal extends Account {
-  /** The credential the caller acts with. */
-  token: string;
-  /** A full-scope credential of the same user, used only to arrange its fixtures (e.g. a key for it to delete). */
-  setupToken: string;
-}
-
-/** The bootstrap owner arranges fixtures; it is never one of the callers under test. */
-let adminToken = "";
-
-/**
- * Accounts made for a single cell, deleted after it. Every account change notifies each owner and user-admin, so
- * letting per-cell owners pile up would make every later fixture slower (the fan-out grows with them).
- */
-const disposable: string[] = [];
-
-/** A new account; unless `keep`, it is deleted after the current test. */
-async function newAccount(roles: readonly string[] = [], keep = false): Promise<Account> {
-  const username = `acct-${crypto.randomUUID().slice(0, 13)}`;
-  const email = `${username}@herald.test`;
-  const password = `Tr0ubadour-${crypto.randomUUID()}`;
-  const res = await call("POST", "/users", { token: adminToken, body: { email, username, password } });
-  expect(res.status).toBe(201);
-  const { id } = await json<{ id: string }>(res);
-  if (!keep) disposable.push(id);
-  if (roles.length > 0) expect((await call("PUT", `/users/${id}/roles`, { token: adminToken, body: { roles } })).status).toBe(200);
-  return { id, username, email, password };
-}
-
-async function signedIn(roles: readonly string[]): Promise<Principal> {
-  const account = await newAccount(roles);
-  const token = await login(account.email, account.password);
-  return { ...account, token, setupToken: token };
-}
-
-/** A token narrowed to `user:read`: its effective permission is its user's roles ∩ that scope (SPEC A1). */
-async function readOnlyToken(roles: readonly string[]): Promise<Principal> {
-  const user = await signedIn(roles);
-  const res = await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "read-only", scopes: ["user:read"] } });
-  expect(res.status).toBe(201);
-  return { ...user, token: (await json<{ key: string }>(res)).key };
-}
-
-/**
- * A service account (what `createUser({ service: true })` makes) but with an e-mail address, so that the sign-in
- * line can show it cannot use a password. It acts through an all-scope API token minted by the admin.
- */
-async function serviceAccount(): Promise<Principal> {
-  const username = `svc-${crypto.randomUUID().slice(0, 13)}`;
-  const email = `${username}@herald.test`;
-  const res = await call("POST", "/users", { token: adminToken, body: { username, email, service_account: true } });
-  expect(res.status).toBe(201);
-  const { id } = await json<{ id: string }>(res);
-  disposable.push(id);
-  const key = await call("POST", `/users/${id}/keys/tokens`, { token: adminToken, body: { token_name: "svc" } });
-  expect(key.status).toBe(201);
-  const token = (await json<{ key: string }>(key)).key;
-  return { id, username, email, password: "any-password-at-all-42", token, setupToken: token };
-}
-
-const MAKE_ACTOR: Record<Exclude<ActorName, "anonymous">, () => Promise<Principal>> = {
-  owner: () => signedIn(["owner"]),
-  "user-admin": () => signedIn(["user-admin"]),
-  auditor: () => signedIn(["auditor"]),
-  member: () => signedIn([]),
-  "system user": serviceAccount,
-  "member token [user:read]": () => readOnlyToken([]),
-  "owner token [user:read]": () => readOnlyToken(["owner"]),
-};
+import { describe, expect, it } from "vitest";
+import { call, json } from "../helpers";
+import { ACTORS, adminToken, type Line, newAccount, type Operation, permissionMatrix, type Verdicts } from "../fixtures/principals";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Operations
 // ---------------------------------------------------------------------------------------------------------------
 
-type Target = "—" | "self" | "member" | "owner";
-
-/** One request, in terms of who is asking and about whom. */
-interface Case {
-  actor: Principal | undefined;
-  target: Account | undefined;
-  /** `{user}` as it goes into the path: `me` for self, else the target's id. */
-  ref: string;
-  /** `{id}` for key deletion. */
+/** What these operations refer to beyond the caller and the target: `{id}` for key deletion. */
+interface KeyCase {
   keyId: string;
-}
-
-interface Operation {
-  title: string;
-  method: "GET" | "POST" | "PUT" | "DELETE";
-  path: (c: Case) => string;
-  body?: (c: Case) => unknown;
-  /** Sent without the caller's credential (sign-in): the caller signs in as itself instead. */
-  signsIn?: boolean;
-  /** Success changes the caller or the target (not just objects `arrange` made), so cells get fresh ones. */
-  destructive?: boolean;
-  /** Even success writes nothing. */
-  readOnly?: boolean;
-  /** Creates what the request refers to (a key to delete, a suspended account to activate). */
-  arrange?: (c: Case) => Promise<Partial<Case>>;
 }
 
 const NEW_PASSWORD = "quartz-meadow-lantern-5119";
@@ -214,7 +99,7 @@ const op = {
     path: (c) => `/users/${c.ref}/status/activate`,
     destructive: true,
     arrange: async (c) => {
-      if (c.target) expect((await call("PUT", `/users/${c.target.id}/status/suspend`, { token: adminToken })).status).toBe(200);
+      if (c.target) expect((await call("PUT", `/users/${c.target.id}/status/suspend`, { token: adminToken() })).status).toBe(200);
       return {};
     },
   },
@@ -241,7 +126,7 @@ const op = {
     arrange: async (c) => {
       const owner = c.ref === "me" ? c.actor : c.target;
       if (!owner) return {};
-      return { keyId: await keyOf(owner.id, c.ref === "me" && c.actor ? c.actor.setupToken : adminToken) };
+      return { keyId: await keyOf(owner.id, c.ref === "me" && c.actor ? c.actor.setupToken : adminToken()) };
     },
   },
   listSessions: { title: "GET /users/{user}/keys/sessions", method: "GET", path: (c) => `/users/${c.ref}/keys/sessions`, readOnly: true },
@@ -252,21 +137,26 @@ const op = {
     path: (c) => `/users/me/keys/${c.keyId}`,
     arrange: async () => {
       const bystander = await newAccount();
-      return { keyId: await keyOf(bystander.id, adminToken) };
+      return { keyId: await keyOf(bystander.id, adminToken()) };
     },
   },
-} as const satisfies Record<string, Operation>;
+} as const satisfies Record<string, Operation<KeyCase>>;
 
 // ---------------------------------------------------------------------------------------------------------------
 // The matrix
 // ---------------------------------------------------------------------------------------------------------------
 
-/** Expected status per caller, in ACTORS order; `null` where the combination means nothing. */
-type Cells = readonly [number | null, number, number, number, number, number, number, number];
-type Line = readonly [Operation, Target, Cells];
+const matrix = permissionMatrix({
+  actors: ACTORS,
+  blank: (): KeyCase => ({ keyId: "0000000000" }),
+  tables: "accounts",
+  // Delivery is not under test here (enqueueing continues while paused); where the setting is missing the file is
+  // merely slower.
+  pauseNotifier: true,
+});
 
 /*
- * Why the cells are what they are (SPEC §5 table, §2 and the endpoint rules):
+ * Why the cells are what they are (docs/authorization.md: the site roles, the endpoint rules, invisible users):
  * - A user the caller may not read is invisible: 404 before any other check. Members, system users and member tokens
  *   read only themselves; owners, user-admins, auditors (and an owner's user:read token) read everyone.
  * - Visible but not permitted: 403. Auditors only read; user-admins have no api_key rights over others; a user:read
@@ -276,7 +166,9 @@ type Line = readonly [Operation, Target, Cells];
  * - Everyone manages their own keys (api_key "all" on owned objects) and their own password (update_personal); a
  *   service account has no password to change (400). A key in another user's name is not found under /users/me.
  */
-const MATRIX: readonly Line[] = [
+/** Expected status per caller, in ACTORS order; `null` where the combination means nothing. */
+// biome-ignore format: the columns line up under the actors
+const MATRIX: readonly Line<typeof ACTORS, KeyCase>[] = [
   //                                     anon   owner u-adm audit member system m:read o:read
   [op.scopes,                 "—",      [200,   200,  200,  200,  200,   200,   200,   200]],
   [op.firstGet,               "—",      [200,   200,  200,  200,  200,   200,   200,   200]],
@@ -322,107 +214,18 @@ const MATRIX: readonly Line[] = [
   [op.deleteOthersTokenViaMe, "self",   [401,   404,  404,  404,  404,   404,   403,   403]],
 ];
 
-// ---------------------------------------------------------------------------------------------------------------
-// Running it
-// ---------------------------------------------------------------------------------------------------------------
-
-const TABLES = ["users", "api_keys", "organization_members", "organizations", "audit_logs"] as const;
-
-async function snapshot(): Promise<Record<string, unknown[]>> {
-  const results = await env.DB.batch(TABLES.map((t) => env.DB.prepare(`SELECT * FROM ${t} ORDER BY rowid`)));
-  return Object.fromEntries(TABLES.map((t, i) => [t, results[i]?.results ?? []]));
-}
-
-/** Callers and targets for the cells whose success changes nothing about them. */
-let shared: { actors: Record<Exclude<ActorName, "anonymous">, Principal>; member: Account; owner: Account };
-
-beforeAll(async () => {
-  adminToken = (await owner()).token;
-  // Every account change notifies each owner and user-admin, and delivering those is background work that slows
-  // every later cell. Delivery is not under test here, so the notifier is paused (SPEC N8: enqueueing continues).
-  // Best effort: where N8 is missing this answers 404 and the file is merely slower.
-  await call("PUT", "/notifications/settings", { token: adminToken, body: { notifier_paused: true } });
-  const names = ACTORS.filter((a): a is Exclude<ActorName, "anonymous"> => a !== "anonymous");
-  const principals = await Promise.all(names.map((name) => MAKE_ACTOR[name]()));
-  shared = {
-    actors: Object.fromEntries(names.map((name, i) => [name, principals[i]])) as Record<Exclude<ActorName, "anonymous">, Principal>,
-    member: await newAccount(),
-    owner: await newAccount(["owner"]),
-  };
-  disposable.length = 0; // the shared ones live for the whole file
-});
-
-afterEach(async () => {
-  for (const id of disposable.splice(0)) {
-    expect([200, 404]).toContain((await call("DELETE", `/users/${id}`, { token: adminToken })).status);
-  }
-});
-
-/** Per line, the target its refused cells share (made on first use, deleted when the line is done). */
-type LineTargets = { refused?: Account };
-
-async function arrange(operation: Operation, target: Target, actorName: ActorName, succeeds: boolean, line: LineTargets): Promise<Case> {
-  const fresh = operation.destructive === true;
-  const roles = target === "owner" ? ["owner"] : [];
-  const other = async (): Promise<Account | undefined> => {
-    if (target !== "member" && target !== "owner") return undefined;
-    if (!fresh) return target === "member" ? shared.member : shared.owner;
-    if (succeeds) return newAccount(roles);
-    line.refused ??= await newAccount(roles, true);
-    return line.refused;
-  };
-  const [actor, account] = await Promise.all([
-    actorName === "anonymous" ? undefined : fresh && target === "self" ? MAKE_ACTOR[actorName]() : shared.actors[actorName],
-    other(),
-  ]);
-  const c: Case = { actor, target: account, ref: target === "self" ? "me" : (account?.id ?? ""), keyId: "0000000000" };
-  return { ...c, ...(await operation.arrange?.(c)) };
-}
-
-describe("permission matrix (SPEC §5)", () => {
-  for (const [operation, target, cells] of MATRIX) {
-    describe(`${operation.title} on ${target}`, () => {
-      const line: LineTargets = {};
-      afterAll(async () => {
-        if (line.refused) await call("DELETE", `/users/${line.refused.id}`, { token: adminToken });
-      });
-      ACTORS.forEach((actorName, column) => {
-        const expected = cells[column];
-        if (expected === null || expected === undefined) return;
-        it(`as ${actorName} → ${expected}`, async () => {
-          const c = await arrange(operation, target, actorName, expected < 400, line);
-          const before = await snapshot();
-          const body = operation.body?.(c);
-          const res = await call(operation.method, operation.path(c), {
-            token: operation.signsIn ? undefined : c.actor?.token,
-            ...(body === undefined ? {} : { body }),
-          });
-          if (expected >= 400) {
-            await expectError(res, expected);
-          } else {
-            expect(res.status, await res.clone().text()).toBe(expected);
-          }
-          const after = await snapshot();
-          if (expected >= 400 || operation.readOnly) expect(after, "a refused request or a read changed D1").toEqual(before);
-          else expect(after, "an allowed write changed nothing").not.toEqual(before);
-        });
-      });
-    });
-  }
-});
+matrix.run("permission matrix (SPEC §5)", MATRIX);
 
 // ---------------------------------------------------------------------------------------------------------------
-// What each caller sees, and what A2 says it may do — the same rules, asked differently
+// What each caller sees, and what POST /authcheck says it may do — the same rules, asked differently
 // ---------------------------------------------------------------------------------------------------------------
-
-type Verdicts = readonly [boolean, boolean, boolean, boolean, boolean, boolean, boolean];
-const CALLERS = ACTORS.filter((a): a is Exclude<ActorName, "anonymous"> => a !== "anonymous");
 
 describe("GET /users lists only what the caller may read", () => {
-  //                            owner u-adm audit member system m:read o:read
-  const seesOthers: Verdicts = [true, true, true, false, false, false, true];
-  CALLERS.forEach((actorName, i) => {
+  //                                          owner u-adm audit member system m:read o:read
+  const seesOthers: Verdicts<typeof ACTORS> = [true, true, true, false, false, false, true];
+  matrix.callers.forEach((actorName, i) => {
     it(`as ${actorName}: ${seesOthers[i] ? "everyone" : "only itself"}`, async () => {
+      const shared = matrix.shared();
       const actor = shared.actors[actorName];
       const res = await call("GET", "/users?limit=100", { token: actor.token });
       expect(res.status).toBe(200);
@@ -437,18 +240,22 @@ describe("GET /users lists only what the caller may read", () => {
   });
 });
 
-describe("POST /authcheck agrees with the matrix", () => {
-  const checks = (): Record<string, { action: string; object: Record<string, unknown> }> => ({
-    readOtherUser: { action: "read", object: { resource_type: "user", resource_id: shared.member.id } },
-    deleteOtherUser: { action: "delete", object: { resource_type: "user", resource_id: shared.member.id } },
-    tokenForOther: { action: "create", object: { resource_type: "api_key", owner_id: shared.member.id } },
+// biome-ignore format: the verdicts line up under the callers
+matrix.authcheckAgrees(
+  () => {
+    const other = matrix.shared().member.id;
+    return {
+    readOtherUser: { action: "read", object: { resource_type: "user", resource_id: other } },
+    deleteOtherUser: { action: "delete", object: { resource_type: "user", resource_id: other } },
+    tokenForOther: { action: "create", object: { resource_type: "api_key", owner_id: other } },
     ownToken: { action: "create", object: { resource_type: "api_key", owner_id: "me" } },
     assignRoles: { action: "assign", object: { resource_type: "assign_role" } },
     ownPassword: { action: "update_personal", object: { resource_type: "user", owner_id: "me" } },
     readAuditLog: { action: "read", object: { resource_type: "audit_log" } },
     readDeploymentConfig: { action: "read", object: { resource_type: "deployment_config" } },
-  });
-  const EXPECTED: Record<keyof ReturnType<typeof checks>, Verdicts> = {
+    };
+  },
+  {
     //                       owner  u-adm  audit  member system m:read o:read
     readOtherUser:        [true,  true,  true,  false, false, false, true],
     deleteOtherUser:      [true,  true,  false, false, false, false, false],
@@ -459,13 +266,5 @@ describe("POST /authcheck agrees with the matrix", () => {
     ownPassword:          [true,  true,  true,  true,  true,  false, false],
     readAuditLog:         [true,  false, true,  false, false, false, false],
     readDeploymentConfig: [true,  false, true,  false, false, false, false],
-  };
-  CALLERS.forEach((actorName, i) => {
-    it(`as ${actorName}`, async () => {
-      const res = await call("POST", "/authcheck", { token: shared.actors[actorName].token, body: { checks: checks() } });
-      expect(res.status).toBe(200);
-      const expected = Object.fromEntries(Object.entries(EXPECTED).map(([key, verdicts]) => [key, verdicts[i]]));
-      expect(await json(res)).toEqual(expected);
-    });
-  });
-});
+  },
+);

@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { users } from "../../src/db/schema";
 import { parseUserSearch, searchFilters, type UserSearch } from "../../src/users/search";
+import { UserMessages } from "../../src/users/messages";
 import { NASTY_STRINGS } from "../fixtures/arbitraries";
 
 // `GET /users?q=` in Coder's search syntax (src/users/search.ts): space-separated terms, `key:value` or free text,
@@ -98,22 +99,26 @@ describe("parseUserSearch: filters", () => {
 });
 
 describe("parseUserSearch: errors name what is wrong", () => {
+  // The values each key takes, as the problems list them.
+  const STATUSES = ["active", "suspended"];
+  const ROLES = ["member", "owner", "user-admin", "auditor"];
+
   it("an unknown key", () => {
-    expect(problems("name:ada")).toEqual(['"name" is not a search key: use status, role, login_type or search, or plain text.']);
+    expect(problems("name:ada")).toEqual([UserMessages.searchUnknownKey("name")]);
   });
 
   it("a key with no value lists the values it takes", () => {
-    expect(problems("status:")).toEqual(['"status:" needs a value: one of active, suspended.']);
-    expect(problems("role:,")).toEqual(['"role:" needs a value: one of member, owner, user-admin, auditor.']);
+    expect(problems("status:")).toEqual([UserMessages.searchNeedsValue("status", STATUSES)]);
+    expect(problems("role:,")).toEqual([UserMessages.searchNeedsValue("role", ROLES)]);
   });
 
   it("every unknown value is named, and known values next to it do not save the query", () => {
     expect(problems("role:superuser,owner,root")).toEqual([
-      '"superuser" is not a valid role: use one of member, owner, user-admin, auditor.',
-      '"root" is not a valid role: use one of member, owner, user-admin, auditor.',
+      UserMessages.searchBadValue("superuser", "role", ROLES),
+      UserMessages.searchBadValue("root", "role", ROLES),
     ]);
-    expect(problems("status:deleted")).toEqual(['"deleted" is not a valid status: use one of active, suspended.']);
-    expect(problems("login_type:saml")).toEqual(['"saml" is not a valid login_type: use one of password, oidc, github, none.']);
+    expect(problems("status:deleted")).toEqual([UserMessages.searchBadValue("deleted", "status", STATUSES)]);
+    expect(problems("login_type:saml")).toEqual([UserMessages.searchBadValue("saml", "login_type", ["password", "oidc", "github", "none"])]);
   });
 
   it("all problems of a query are reported at once", () => {
@@ -121,7 +126,7 @@ describe("parseUserSearch: errors name what is wrong", () => {
   });
 
   it("a quoted value with a space is one value, and not a valid one", () => {
-    expect(problems('status:"active suspended"')).toEqual(['"active suspended" is not a valid status: use one of active, suspended.']);
+    expect(problems('status:"active suspended"')).toEqual([UserMessages.searchBadValue("active suspended", "status", STATUSES)]);
   });
 
   it("organization roles are not site roles", () => {
@@ -135,7 +140,7 @@ describe("parseUserSearch: errors name what is wrong", () => {
   });
 
   it("text with a colon that is not a key is refused, not silently searched (so `10:30` must be quoted)", () => {
-    expect(problems("10:30")).toEqual(['"10" is not a search key: use status, role, login_type or search, or plain text.']);
+    expect(problems("10:30")).toEqual([UserMessages.searchUnknownKey("10")]);
     expect(problems("https://example.com")).toHaveLength(1);
   });
 });

@@ -1,5 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { AuthMessages } from "../../src/auth/messages";
+import { Messages } from "../../src/http/errors";
+import { UserMessages } from "../../src/users/messages";
 import { call, createUser, expectError, json, login, OWNER, owner } from "../helpers";
 
 interface UserBody {
@@ -57,7 +60,7 @@ describe("users", () => {
     const body = await expectError(
       await call("POST", "/users", { token: admin.token, body: { email: "weak@herald.test", username: "weak-user", password: "password" } }),
       400,
-      "Invalid password.",
+      AuthMessages.invalidPassword,
     );
     expect(body.validations?.[0]?.field).toBe("password");
     await expectError(await call("GET", "/users/weak-user", { token: admin.token }), 404);
@@ -72,7 +75,7 @@ describe("users", () => {
       expect((await json<UserBody>(res)).id).toBe(user.id);
     }
     expect((await json<UserBody>(await call("GET", "/users/me", { token: user.token }))).id).toBe(user.id);
-    await expectError(await call("GET", "/users/no-such-user", { token: admin.token }), 404, "Resource not found or you do not have access to this resource");
+    await expectError(await call("GET", "/users/no-such-user", { token: admin.token }), 404, Messages.notFoundOrNoAccess);
     await expectError(await call("GET", `/users/${crypto.randomUUID()}`, { token: admin.token }), 404);
   });
 
@@ -93,8 +96,8 @@ describe("users", () => {
     const page = await json<{ users: UserBody[]; count: number }>(await call("GET", "/users?limit=1&offset=0", { token: admin.token }));
     expect(page.users).toHaveLength(1);
     expect(page.count).toBeGreaterThan(1);
-    await expectError(await call("GET", "/users?limit=0", { token: admin.token }), 400, "Validation failed.");
-    await expectError(await call("GET", "/users?bogus=1", { token: admin.token }), 400, "Validation failed.");
+    await expectError(await call("GET", "/users?limit=0", { token: admin.token }), 400, Messages.validation);
+    await expectError(await call("GET", "/users?bogus=1", { token: admin.token }), 400, Messages.validation);
   });
 
   it("understands Coder's search syntax in q: status:, role:, login_type:, free text; 400 for an unknown key (SPEC §7)", async () => {
@@ -119,10 +122,10 @@ describe("users", () => {
     expect(await ids(`login_type:password search:"${tag} lovelace"`)).toEqual([ada.id]);
     expect(await ids(`login_type:oidc ${tag}`)).toEqual([]);
     expect(await ids(grace.email.toUpperCase())).toEqual([grace.id]);
-    const bad = await expectError(await call("GET", `/users?q=${encodeURIComponent("colour:blue")}`, { token: admin.token }), 400, "Invalid user search query.");
-    expect(bad.validations).toEqual([{ field: "q", detail: '"colour" is not a search key: use status, role, login_type or search, or plain text.' }]);
-    const badValue = await expectError(await call("GET", "/users?q=status:dormant", { token: admin.token }), 400, "Invalid user search query.");
-    expect(badValue.validations?.[0]?.detail).toBe('"dormant" is not a valid status: use one of active, suspended.');
+    const bad = await expectError(await call("GET", `/users?q=${encodeURIComponent("colour:blue")}`, { token: admin.token }), 400, UserMessages.invalidSearch);
+    expect(bad.validations).toEqual([{ field: "q", detail: UserMessages.searchUnknownKey("colour") }]);
+    const badValue = await expectError(await call("GET", "/users?q=status:dormant", { token: admin.token }), 400, UserMessages.invalidSearch);
+    expect(badValue.validations?.[0]?.detail).toBe(UserMessages.searchBadValue("dormant", "status", ["active", "suspended"]));
   });
 
   it("setting another user's password: owners for anyone, user-admins for members only (never an admin, auditor or owner)", async () => {
@@ -155,10 +158,10 @@ describe("users", () => {
     const user = await createUser();
     const res = await call("DELETE", `/users/${user.id}`, { token: admin.token });
     expect(res.status).toBe(200);
-    expect(await json(res)).toEqual({ message: "User has been deleted!" });
+    expect(await json(res)).toEqual({ message: UserMessages.deleted });
     await expectError(await call("GET", "/users/me", { token: user.token }), 401);
     await expectError(await call("GET", `/users/${user.id}`, { token: admin.token }), 404);
-    await expectError(await call("DELETE", "/users/me", { token: admin.token }), 403, "You cannot delete yourself!");
+    await expectError(await call("DELETE", "/users/me", { token: admin.token }), 403, UserMessages.cannotDeleteSelf);
     expect(await auditActions(user.id)).toContain("delete");
     // The name can be reused after deletion.
     const again = await call("POST", "/users", { token: admin.token, body: { email: user.email, username: user.username, password: user.password } });
@@ -176,7 +179,7 @@ describe("users", () => {
     // Suspension ended the old session for good (ASVS 7.4.2); the user signs in again.
     await expectError(await call("GET", "/users/me", { token: user.token }), 401);
     expect((await call("POST", "/users/login", { body: { email: user.email, password: user.password } })).status).toBe(201);
-    await expectError(await call("PUT", "/users/me/status/suspend", { token: admin.token }), 400, "You cannot suspend yourself.");
+    await expectError(await call("PUT", "/users/me/status/suspend", { token: admin.token }), 400, UserMessages.cannotChangeOwnStatus("suspend"));
     expect(await auditActions(user.id)).toEqual(expect.arrayContaining(["suspend", "activate"]));
   });
 });
@@ -187,12 +190,12 @@ describe("roles", () => {
     const userAdmin = await createUser({ roles: ["user-admin"] });
     const member = await createUser();
     await expectError(await call("PUT", `/users/${member.id}/roles`, { token: userAdmin.token, body: { roles: ["auditor"] } }), 403);
-    await expectError(await call("PUT", "/users/me/roles", { token: userAdmin.token, body: { roles: [] } }), 400, "You cannot change your own roles.");
+    await expectError(await call("PUT", "/users/me/roles", { token: userAdmin.token, body: { roles: [] } }), 400, UserMessages.cannotChangeOwnRoles);
     await expectError(await call("PUT", `/users/${userAdmin.id}/roles`, { token: member.token, body: { roles: ["owner"] } }), 404);
     const res = await call("PUT", `/users/${member.id}/roles`, { token: admin.token, body: { roles: ["auditor"] } });
     expect(res.status).toBe(200);
     expect((await json<UserBody>(res)).roles.map((r) => r.name)).toEqual(["auditor"]);
-    await expectError(await call("PUT", `/users/${member.id}/roles`, { token: admin.token, body: { roles: ["emperor"] } }), 400, "Validation failed.");
+    await expectError(await call("PUT", `/users/${member.id}/roles`, { token: admin.token, body: { roles: ["emperor"] } }), 400, Messages.validation);
     expect(await auditActions(member.id)).toContain("update_roles");
   });
 
@@ -224,10 +227,10 @@ describe("password change", () => {
   it("requires the old password for your own, enforces the policy, and ends other sessions", async () => {
     const user = await createUser();
     const other = await login(user.email, user.password);
-    await expectError(await call("PUT", "/users/me/password", { token: user.token, body: { old_password: "wrong", password: "brand-new-passphrase-88" } }), 400, "Old password is incorrect.");
+    await expectError(await call("PUT", "/users/me/password", { token: user.token, body: { old_password: "wrong", password: "brand-new-passphrase-88" } }), 400, UserMessages.oldPasswordIncorrect);
     await expectError(await call("PUT", "/users/me/password", { token: user.token, body: { password: "brand-new-passphrase-88" } }), 400);
-    await expectError(await call("PUT", "/users/me/password", { token: user.token, body: { old_password: user.password, password: "short" } }), 400, "Invalid password.");
-    await expectError(await call("PUT", "/users/me/password", { token: user.token, body: { old_password: user.password, password: user.password } }), 400, "New password cannot match old password.");
+    await expectError(await call("PUT", "/users/me/password", { token: user.token, body: { old_password: user.password, password: "short" } }), 400, AuthMessages.invalidPassword);
+    await expectError(await call("PUT", "/users/me/password", { token: user.token, body: { old_password: user.password, password: user.password } }), 400, AuthMessages.samePassword);
     const ok = await call("PUT", "/users/me/password", { token: user.token, body: { old_password: user.password, password: "brand-new-passphrase-88" } });
     expect(ok.status).toBe(204);
     expect((await call("GET", "/users/me", { token: user.token })).status).toBe(200);

@@ -3,6 +3,7 @@ import { ZxcvbnFactory } from "@zxcvbn-ts/core";
 import adjacencyGraphs from "@zxcvbn-ts/language-common/dist/adjacencyGraphs.json.mjs";
 import commonPasswords from "@zxcvbn-ts/language-common/dist/passwords.json.mjs";
 import translations from "@zxcvbn-ts/language-en/dist/translations.mjs";
+import { AuthMessages } from "../messages";
 
 const MIN_PASSWORD_LENGTH = 8;
 const MAX_PASSWORD_LENGTH = 256;
@@ -55,17 +56,17 @@ export function checkPasswordPolicy(password: string, context: PasswordContext =
   const normalized = password.normalize("NFKC");
   // Code points, not UTF-16 units, and nothing is ever cut off: too long is an error, not a silent truncation.
   const length = [...normalized].length;
-  if (length < MIN_PASSWORD_LENGTH) return invalid(`Password must be at least ${MIN_PASSWORD_LENGTH} characters.`);
-  if (length > MAX_PASSWORD_LENGTH) return invalid(`Password must be at most ${MAX_PASSWORD_LENGTH} characters.`);
+  if (length < MIN_PASSWORD_LENGTH) return invalid(AuthMessages.passwordTooShort(MIN_PASSWORD_LENGTH));
+  if (length > MAX_PASSWORD_LENGTH) return invalid(AuthMessages.passwordTooLong(MAX_PASSWORD_LENGTH));
 
   const lowered = normalized.toLowerCase();
-  if (isCommon(lowered)) return invalid("Password is too common.");
+  if (isCommon(lowered)) return invalid(AuthMessages.passwordTooCommon);
 
   const email = normalize(context.email);
   const localPart = email.includes("@") ? email.slice(0, email.lastIndexOf("@")) : email;
   const personal = [localPart, normalize(context.username)].filter((word) => word.length >= MIN_CONTEXT_WORD_LENGTH);
   if (personal.some((word) => lowered.includes(word))) {
-    return invalid("Password must not contain your username or e-mail.");
+    return invalid(AuthMessages.passwordPersonal);
   }
 
   const userInputs = [email, localPart, normalize(context.username), ...normalize(context.name).split(/\s+/)].filter(
@@ -73,8 +74,7 @@ export function checkPasswordPolicy(password: string, context: PasswordContext =
   );
   const { score, feedback } = estimator().check(normalized, userInputs);
   if (score < MIN_STRENGTH_SCORE) {
-    const reason = feedback.warning || feedback.suggestions[0] || "Add more words that are less common.";
-    return invalid(`Password is too weak: ${reason.replace(/\.?$/, ".")}`);
+    return invalid(AuthMessages.passwordTooWeak(feedback.warning || feedback.suggestions[0] || AuthMessages.passwordWeakHint));
   }
   return { valid: true, details: "" };
 }

@@ -1,0 +1,18 @@
+/**
+ * The messages and details of the inbox routes, and the close reasons of the watch socket. Clients compare these
+ * strings, so they are written once here and imported by the code that answers with them and the tests; docs/api.md
+ * (Conventions) describes the error shape they go in, and docs/api.md (Watching the inbox) the close codes.
+ */
+export const InboxMessages = {
+  websocketOnly: "This endpoint only serves WebSocket connections.",
+  websocketOnlyDetail: "Send a WebSocket upgrade request (Upgrade: websocket).",
+  unsupportedSubprotocol: "Unsupported WebSocket subprotocol.",
+  unsupportedSubprotocolDetail: (protocol: string) => `Offer the "${protocol}" subprotocol.`,
+  unknownStartingBefore: "No notification of yours has this id.",
+  markedRead: "Notification marked as read.",
+  markedUnread: "Notification marked as unread.",
+  /** Close reasons of the watch socket (4401, 4008). */
+  sessionEnded: "Your session has ended: sign in again.",
+  sessionExpired: "Your session has expired: sign in again.",
+  fellBehind: "Falling behind: reconnect and list the inbox to catch up.",
+} as const;
