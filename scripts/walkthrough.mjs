@@ -32,6 +32,7 @@ const BLOCKS = {
   "member-authcheck": "docs/api.md",
   "message-log": "docs/api.md",
   errors: "docs/api.md",
+  "inbox-states": "docs/inbox.md",
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -369,6 +370,35 @@ enqueued, because no mail server is configured:`,
   await step("message-log", {
     text: "The member may not read the log:",
     path: "/notifications/messages",
+    as: "GRACE",
+  });
+
+  // ---- docs/inbox.md: item states, counts and seq
+  const counted = await step("inbox-states", {
+    text: "The member's counts, exact and with the `seq` they are true at:",
+    path: "/notifications/inbox/counts",
+    as: "GRACE",
+    until: (json) => json?.total >= 1,
+  });
+  vars.GRACE_NOTE = log.json.messages[0].notification_id;
+  await step("inbox-states", {
+    text: "Archiving reads the notification (it was unread) and takes the next `seq`:",
+    method: "PUT",
+    path: "/notifications/inbox/$GRACE_NOTE/archive-status",
+    body: { is_archived: true },
+    as: "GRACE",
+  });
+  await step("inbox-states", {
+    text: "Snoozing it for an hour brings it back from the archive; it is not unread while snoozed, and wakes unread:",
+    method: "PUT",
+    path: "/notifications/inbox/$GRACE_NOTE/snooze",
+    body: { until: new Date(Date.now() + 3_600_000).toISOString() },
+    as: "GRACE",
+  });
+  await step("inbox-states", {
+    text: `The list leaves snoozed notifications out by default; watching with \`after_seq=${counted.json.seq}\` would now replay the
+two changes above, in order:`,
+    path: "/notifications/inbox",
     as: "GRACE",
   });
 

@@ -2,7 +2,7 @@ import { hc } from "hono/client";
 import type { HeraldApi } from "../app";
 
 export { watchInbox } from "./watch";
-export type { WatchInboxOptions, WatchHandle, WatchStopReason, NotificationFrame, ReadStateFrame } from "./watch";
+export type { ChangeFrame, InboxChange, NotificationFrame, WatchHandle, WatchInboxOptions, WatchStatus, WatchStopReason } from "./watch";
 
 export interface ClientOptions {
   /** The service's origin, e.g. "https://herald.example.com". */

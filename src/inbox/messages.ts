@@ -11,8 +11,15 @@ export const InboxMessages = {
   unknownStartingBefore: "No notification of yours has this id.",
   markedRead: "Notification marked as read.",
   markedUnread: "Notification marked as unread.",
-  /** Close reasons of the watch socket (4401, 4008). */
+  archived: "Notification archived.",
+  unarchived: "Notification unarchived.",
+  snoozed: "Notification snoozed.",
+  unsnoozed: "Notification unsnoozed.",
+  snoozeRange: "Must be at least 1 minute and at most 366 days ahead.",
+  afterSeqAhead: (seq: number) => `Greater than this inbox's current seq (${seq}): list the inbox and resume from the seq it reports.`,
+  /** Close reasons of the watch socket (4401, 4008, 4409). */
   sessionEnded: "Your session has ended: sign in again.",
   sessionExpired: "Your session has expired: sign in again.",
-  fellBehind: "Falling behind: reconnect and list the inbox to catch up.",
+  fellBehind: "Falling behind: reconnect with after_seq to catch up.",
+  resync: "The events after this seq are no longer kept: list the inbox and resume from the seq it reports.",
 } as const;

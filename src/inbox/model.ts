@@ -12,18 +12,28 @@ export interface InboxNotification {
   actions: { label: string; url: string }[];
   read_at: string | null;
   created_at: string;
+  archived_at: string | null;
+  snoozed_until: string | null;
 }
 
 type ReadStatus = "all" | "read" | "unread";
+/** How the list treats archived or snoozed items: left out (the default), included, or the only ones listed. */
+type Inclusion = "exclude" | "include" | "only";
 export type WatchFormat = "markdown" | "plaintext";
 
-/** The list and watch filters, already validated by the Worker. */
+/** The watch filters (and the core of the list's), already validated by the Worker. */
 export interface InboxFilter {
   /** The notification must carry every one of these targets. */
   targets: string[];
   /** The notification's template must be any one of these (no restriction when empty). */
   templates: string[];
   readStatus: ReadStatus;
+}
+
+/** The list's filters (and a bulk action's selection): the watch's plus archived and snoozed items. */
+export interface ListFilter extends InboxFilter {
+  archived: Inclusion;
+  snoozed: Inclusion;
 }
 
 /** What the delivery pipeline hands the inbox; titles and content are Markdown. */
@@ -54,6 +64,8 @@ export function toInboxNotification(row: InboxRow): InboxNotification {
     actions: row.actions,
     read_at: row.readAt,
     created_at: row.createdAt,
+    archived_at: row.archivedAt,
+    snoozed_until: row.snoozedUntil,
   };
 }
 

@@ -17,14 +17,43 @@ export const inboxNotifications = sqliteTable(
     actions: text("actions", { mode: "json" }).$type<{ label: string; url: string }[]>().notNull().default(sql`'[]'`),
     readAt: text("read_at"),
     createdAt: text("created_at").notNull(),
+    /** Set when archived (docs/inbox.md): an archived item is read by definition. */
+    archivedAt: text("archived_at"),
+    /** While set, the item is hidden from the default list and not unread; the object's alarm wakes it then. */
+    snoozedUntil: text("snoozed_until"),
   },
   (t) => [
     // Newest-first keyset pages: ORDER BY created_at DESC, id DESC and (created_at, id) < (?, ?).
     index("inbox_created_id").on(t.createdAt, t.id),
     // Unread pages without scanning read rows.
     index("inbox_unread").on(t.readAt, t.createdAt, t.id),
+    // The default list (neither archived nor snoozed) without scanning what it leaves out.
+    index("inbox_visible").on(t.createdAt, t.id).where(sql`${t.archivedAt} IS NULL AND ${t.snoozedUntil} IS NULL`),
+    // The alarm's next wake-up: the earliest snoozed item.
+    index("inbox_snoozed").on(t.snoozedUntil).where(sql`${t.snoozedUntil} IS NOT NULL`),
   ],
 );
+
+/**
+ * Every change to the inbox, numbered (docs/inbox.md, "Sequenced sync"): `seq` is the user's sequence, the frame is
+ * what a watcher is sent (before per-socket rendering). Kept for at least 10,000 events and 7 days, for resume.
+ */
+export const inboxEvents = sqliteTable("inbox_events", {
+  seq: integer("seq").primaryKey(),
+  /** Epoch ms, for the 7-day retention. */
+  at: integer("at").notNull(),
+  /** The event as JSON: `{"notification": …, "wake"?: true}` or `{"change": …}`; see InboxEvent in src/inbox/events.ts. */
+  event: text("event").notNull(),
+  /** The unread count right after the change, as its frame carries it. */
+  unread: integer("unread").notNull(),
+});
+
+/** Per-template counts, kept in the same transaction as every change (GET /notifications/inbox/counts). */
+export const inboxTemplateCounts = sqliteTable("inbox_template_counts", {
+  templateId: text("template_id").primaryKey(),
+  unread: integer("unread").notNull(),
+  total: integer("total").notNull(),
+});
 
 /** Counters kept beside the rows so that no request ever counts the whole inbox. */
 export const inboxCounters = sqliteTable("inbox_counters", {

@@ -1,6 +1,7 @@
 import { z } from "zod";
-import { named } from "../openapi/registry";
+import { described, named } from "../openapi/registry";
 import { uuid } from "../http/ids";
+import { BULK_ACTIONS } from "./states";
 
 /** Filters are kept in each watch socket's attachment (2 KiB at most), which bounds how many ids a filter holds. */
 const MAX_FILTER_IDS = 16;
@@ -28,30 +29,89 @@ const uuidList = z
   })
   .default([]);
 
-const readStatus = z.enum(["all", "read", "unread"]).default("all");
+const READ_STATUSES = ["all", "read", "unread"] as const;
+const readStatus = z.enum(READ_STATUSES).default("all");
+const INCLUSIONS = ["exclude", "include", "only"] as const;
+/** Archived and snoozed items are left out of the list unless asked for (docs/inbox.md, "Item states"). */
+const inclusion = z.enum(INCLUSIONS).default("exclude");
+const flag = z
+  .enum(["true", "false"])
+  .default("false")
+  .transform((v) => v === "true");
 
 /** The inbox list query; unknown parameters are rejected (docs/api.md, Notifications). */
 export const listInboxQuery = z.strictObject({
   targets: uuidList,
   templates: uuidList,
   read_status: readStatus,
+  archived: inclusion,
+  snoozed: inclusion,
   starting_before: uuid.optional(),
   limit: z.coerce.number().int().min(1).max(100).default(DEFAULT_PAGE_SIZE),
 });
 
-/** The watch query: the list's filters plus the rendering format and the opt-in read-state sync. */
+/** The watch query: the list's filters plus the rendering format, change sync and resume (docs/inbox.md). */
 export const watchInboxQuery = z.strictObject({
   targets: uuidList,
   templates: uuidList,
   read_status: readStatus,
   format: z.enum(["markdown", "plaintext"]).default("markdown"),
-  sync_read_state: z
-    .enum(["true", "false"])
-    .default("false")
-    .transform((v) => v === "true"),
+  sync: flag,
+  /** The first tranche's name for `sync`, still accepted. */
+  sync_read_state: flag,
+  // Digits only: an empty `after_seq=` must not be read as 0 (a replay of everything).
+  after_seq: z
+    .string()
+    .regex(/^\d{1,16}$/, "A seq: a whole number, 0 or more.")
+    .transform(Number)
+    .pipe(z.number().max(Number.MAX_SAFE_INTEGER))
+    .optional(),
 });
 
 export const notificationIdParam = z.object({ id: uuid });
 
 /** The read-status body: `is_read` is required. */
 export const readStatusBody = named("UpdateInboxNotificationReadStatusRequest", z.object({ is_read: z.boolean() }));
+
+export const archiveStatusBody = named("UpdateInboxNotificationArchiveStatusRequest", z.object({ is_archived: z.boolean() }));
+
+/** A snooze lasts at least a minute and at most 366 days (docs/inbox.md); checked against the clock when it arrives. */
+export const SNOOZE_MIN_MS = 60_000;
+export const SNOOZE_MAX_MS = 366 * 24 * 60 * 60 * 1000;
+
+export const snoozeBody = named(
+  "SnoozeInboxNotificationRequest",
+  z.object({
+    until: described(
+      "When the notification comes back, RFC 3339 with a zone: at least 1 minute and at most 366 days ahead. `null` wakes it now.",
+      z.iso.datetime({ offset: true }).nullable(),
+    ),
+  }),
+);
+
+const idArray = z.array(uuid).min(1).max(100);
+
+/** A bulk action's filter: the list's, with archived items left out unless asked for (snoozed ones always are). */
+const bulkFilter = z.strictObject({
+  templates: z.array(uuid).max(MAX_FILTER_IDS).optional(),
+  targets: z.array(uuid).max(MAX_FILTER_IDS).optional(),
+  read_status: z.enum(READ_STATUSES).optional(),
+  archived: z.enum(INCLUSIONS).optional(),
+});
+
+export const bulkBody = named(
+  "BulkInboxActionRequest",
+  z.strictObject({ action: z.enum(BULK_ACTIONS), ids: idArray.optional(), filter: bulkFilter.optional() }).superRefine((body, ctx) => {
+    if ((body.ids === undefined) === (body.filter === undefined)) {
+      ctx.addIssue({ code: "custom", path: [body.ids === undefined ? "ids" : "filter"], message: "Give exactly one of ids and filter." });
+    }
+  }),
+  "Exactly one of `ids` (1–100 of the caller's notification ids; others are ignored) or `filter` (what the list would show for it, snoozed items left out).",
+  // The superRefine above, as JSON Schema: exactly one of the two.
+  {
+    anyOf: [
+      { required: ["ids"], properties: { filter: false } },
+      { required: ["filter"], properties: { ids: false } },
+    ],
+  },
+);

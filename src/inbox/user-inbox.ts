@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { and, desc, eq, inArray, isNotNull, isNull, lt, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, isNotNull, isNull, lt, lte, min, or, sql, type SQL } from "drizzle-orm";
 import { drizzle, type DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import migrations from "../../drizzle/inbox/migrations.js";
@@ -8,31 +8,77 @@ import { apiKeys } from "../db/schema";
 import { inSlices } from "../db/slices";
 import type { Env } from "../env";
 import { nowIso } from "../lib/crypto";
-import {
-  fallbackIcon,
-  matchesFilter,
-  toInboxNotification,
-  type InboxDelivery,
-  type InboxFilter,
-  type InboxNotification,
-} from "./model";
 import { InboxMessages } from "./messages";
+import { fallbackIcon, toInboxNotification, type InboxDelivery, type InboxNotification, type ListFilter, type WatchFormat } from "./model";
 import * as schema from "./schema";
-import { inboxCounters, inboxNotifications } from "./schema";
-import { CLOSE_SESSION_ENDED, WATCH_HEADER, readStateFrame, sendOrClose, watchFrame, type ReadStateChange, type WatchAttachment } from "./watch";
+import { inboxCounters, inboxEvents, inboxNotifications, inboxTemplateCounts, type InboxRow } from "./schema";
+import { applyAction, changed, contribution, type BulkAction, type ChangedFields, type InboxAction } from "./states";
+import {
+  AFTER_SEQ_AHEAD,
+  CLOSE_RESYNC,
+  CLOSE_SESSION_ENDED,
+  frameFor,
+  sendOrClose,
+  WATCH_HEADER,
+  type InboxEvent,
+  type SequencedEvent,
+  type WatchAttachment,
+  type WatchRequest,
+} from "./watch";
 
-const UNREAD = "unread";
+/** The counters kept beside the rows, so that no request ever counts the whole inbox. */
+const COUNTERS = ["unread", "archived", "snoozed", "total", "seq"] as const;
+type CounterName = (typeof COUNTERS)[number];
+
+/** Events kept for resume (docs/inbox.md, "Sequenced sync"): at least this many, and at least this long. */
+const EVENTS_KEPT = 10_000;
+const EVENTS_KEPT_MS = 7 * 24 * 60 * 60 * 1000;
+/** Ids per change event: a bulk change to more items is several events, so no row nears SQLite's 2 MB limit. */
+const IDS_PER_EVENT = 2_000;
+/** Events read per query while replaying, so a long replay never holds every frame in memory at once. */
+const REPLAY_PAGE = 500;
 
 export type ListResult =
-  | { ok: true; /** A JSON array of InboxNotification, newest first. */ notificationsJson: string; unreadCount: number }
+  | { ok: true /** A JSON array of InboxNotification, newest first. */; notificationsJson: string; unreadCount: number; seq: number }
   | { ok: false; reason: "unknown_cursor" };
 
-export type ReadStatusResult = { notification: InboxNotification; unreadCount: number } | null;
+export type ItemResult = { notification: InboxNotification; unreadCount: number } | null;
+
+export interface InboxCounts {
+  unread: number;
+  archived: number;
+  snoozed: number;
+  total: number;
+  by_template: { template_id: string; unread: number; total: number }[];
+  seq: number;
+}
+
+/** A bulk action's selection: these ids (others' are simply not here), or what the list would show for a filter. */
+export type BulkSelection = { ids: string[] } | { filter: ListFilter };
+
+/** What an action needs of a row: its id, template and state (a bulk action never loads titles and content). */
+type StateRow = Pick<InboxRow, "id" | "templateId" | "readAt" | "archivedAt" | "snoozedUntil">;
+
+const STATE_COLUMNS = {
+  id: inboxNotifications.id,
+  templateId: inboxNotifications.templateId,
+  readAt: inboxNotifications.readAt,
+  archivedAt: inboxNotifications.archivedAt,
+  snoozedUntil: inboxNotifications.snoozedUntil,
+};
+
+/** What a change to some rows did, inside its transaction: the rows' states after it and the events to number. */
+interface Applied {
+  rows: Map<string, StateRow>;
+  events: InboxEvent[];
+  /** Whether any snooze started or ended: the alarm must be re-armed. */
+  snoozesMoved: boolean;
+}
 
 /**
- * One object per user (`idFromName(userId)`): that user's inbox rows, the maintained unread count, and the live
- * watch sockets. Every method runs on the object's single thread with synchronous SQLite, so a count update and
- * the row change it reflects can never interleave with another request.
+ * One object per user (`idFromName(userId)`): that user's inbox rows, its counters, its numbered events and the live
+ * watch sockets. Every method runs on the object's single thread with synchronous SQLite, so a change, its counts and
+ * its event commit together and can never interleave with another request (docs/inbox.md).
  */
 export class UserInbox extends DurableObject<Env> {
   private readonly db: DrizzleSqliteDODatabase<typeof schema>;
@@ -47,37 +93,77 @@ export class UserInbox extends DurableObject<Env> {
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
   }
 
-  /** The counter is read once per object lifetime, then kept beside the SQLite row it mirrors. */
-  private unread: number | undefined;
+  /** The counters are read once per object lifetime, then kept beside the SQLite rows they mirror. */
+  private counters: Map<CounterName, number> | undefined;
 
-  private unreadCount(): number {
-    this.unread ??= this.db.select({ value: inboxCounters.value }).from(inboxCounters).where(eq(inboxCounters.name, UNREAD)).get()?.value ?? 0;
-    return this.unread;
+  private counter(name: CounterName): number {
+    this.counters ??= new Map(
+      this.db
+        .select()
+        .from(inboxCounters)
+        .all()
+        .map((row) => [row.name as CounterName, row.value]),
+    );
+    return this.counters.get(name) ?? 0;
   }
 
-  /** A transaction whose failure also drops the in-memory counter (SQLite rolled back; memory must not lie). */
+  private setCounter(name: CounterName, value: number): void {
+    this.counter(name);
+    this.counters?.set(name, value);
+    this.db.insert(inboxCounters).values({ name, value }).onConflictDoUpdate({ target: inboxCounters.name, set: { value } }).run();
+  }
+
+  private bump(deltas: Partial<Record<CounterName, number>>): void {
+    for (const name of COUNTERS) {
+      const delta = deltas[name] ?? 0;
+      if (delta !== 0) this.setCounter(name, this.counter(name) + delta);
+    }
+  }
+
+  private bumpTemplate(templateId: string, unread: number, total: number): void {
+    if (unread === 0 && total === 0) return;
+    this.db
+      .insert(inboxTemplateCounts)
+      .values({ templateId, unread, total })
+      .onConflictDoUpdate({
+        target: inboxTemplateCounts.templateId,
+        set: { unread: sql`${inboxTemplateCounts.unread} + ${unread}`, total: sql`${inboxTemplateCounts.total} + ${total}` },
+      })
+      .run();
+  }
+
+  /** A transaction whose failure also drops the in-memory counters (SQLite rolled back; memory must not lie). */
   private transact<T>(work: () => T): T {
     try {
       return this.ctx.storage.transactionSync(work);
     } catch (error) {
-      this.unread = undefined;
+      this.counters = undefined;
       throw error;
     }
   }
 
-  private addUnread(delta: number): number {
-    const next = Math.max(0, this.unreadCount() + delta);
-    this.setUnread(next);
-    return next;
-  }
-
-  private setUnread(value: number): void {
-    this.unread = value;
+  /**
+   * Numbers the events of the current transaction (the next values of the user's sequence, no gaps), stores them for
+   * resume, and forgets what is both beyond the last EVENTS_KEPT and older than EVENTS_KEPT_MS.
+   */
+  private record(events: InboxEvent[]): SequencedEvent[] {
+    if (events.length === 0) return [];
+    const at = Date.now();
+    const unread = this.counter("unread");
+    let seq = this.counter("seq");
+    const sequenced = events.map((event) => ({ seq: ++seq, event, unread }));
+    for (const slice of inSlices(sequenced, 20)) {
+      this.db
+        .insert(inboxEvents)
+        .values(slice.map((e) => ({ seq: e.seq, at, event: JSON.stringify(e.event), unread })))
+        .run();
+    }
+    this.setCounter("seq", seq);
     this.db
-      .insert(inboxCounters)
-      .values({ name: UNREAD, value })
-      .onConflictDoUpdate({ target: inboxCounters.name, set: { value } })
+      .delete(inboxEvents)
+      .where(and(lte(inboxEvents.seq, seq - EVENTS_KEPT), lt(inboxEvents.at, at - EVENTS_KEPT_MS)))
       .run();
+    return sequenced;
   }
 
   /**
@@ -85,7 +171,7 @@ export class UserInbox extends DurableObject<Env> {
    * row, stores nothing and pushes nothing.
    */
   deliver(delivery: InboxDelivery): { stored: boolean; unreadCount: number } {
-    const result = this.transact(() => {
+    const sequenced = this.transact(() => {
       const inserted = this.db
         .insert(inboxNotifications)
         .values({
@@ -99,20 +185,41 @@ export class UserInbox extends DurableObject<Env> {
           actions: delivery.actions,
           readAt: null,
           createdAt: delivery.createdAt,
+          archivedAt: null,
+          snoozedUntil: null,
         })
         .onConflictDoNothing()
         .returning()
         .get();
-      if (!inserted) return { row: undefined, unreadCount: this.unreadCount() };
-      return { row: inserted, unreadCount: this.addUnread(1) };
+      if (!inserted) return [];
+      this.bump({ total: 1, unread: 1 });
+      this.bumpTemplate(inserted.templateId, 1, 1);
+      return this.record([{ notification: toInboxNotification(inserted) }]);
     });
-    if (result.row) this.push(toInboxNotification(result.row), result.unreadCount);
-    return { stored: result.row !== undefined, unreadCount: result.unreadCount };
+    this.push(sequenced);
+    return { stored: sequenced.length > 0, unreadCount: this.counter("unread") };
+  }
+
+  /** The conditions of a list filter; the default (archived and snoozed excluded) uses the `inbox_visible` index. */
+  private conditions(filter: ListFilter): SQL[] {
+    const conditions: SQL[] = [];
+    const { archivedAt, snoozedUntil, readAt, templateId, targets } = inboxNotifications;
+    if (filter.archived === "exclude") conditions.push(isNull(archivedAt));
+    if (filter.archived === "only") conditions.push(isNotNull(archivedAt));
+    if (filter.snoozed === "exclude") conditions.push(isNull(snoozedUntil));
+    if (filter.snoozed === "only") conditions.push(isNotNull(snoozedUntil));
+    if (filter.readStatus === "read") conditions.push(isNotNull(readAt));
+    if (filter.readStatus === "unread") conditions.push(isNull(readAt));
+    if (filter.templates.length > 0) conditions.push(inArray(templateId, filter.templates));
+    for (const target of filter.targets) {
+      conditions.push(sql`EXISTS (SELECT 1 FROM json_each(${targets}) WHERE value = ${target})`);
+    }
+    return conditions;
   }
 
   /** The inbox list: newest first, keyset-paged on (created_at, id) so equal timestamps are never skipped or repeated. */
-  list(filter: InboxFilter, startingBefore: string | undefined, limit: number): ListResult {
-    const conditions: SQL[] = [];
+  list(filter: ListFilter, startingBefore: string | undefined, limit: number): ListResult {
+    const conditions = this.conditions(filter);
     if (startingBefore !== undefined) {
       const cursor = this.db
         .select({ createdAt: inboxNotifications.createdAt, id: inboxNotifications.id })
@@ -125,12 +232,6 @@ export class UserInbox extends DurableObject<Env> {
         and(eq(inboxNotifications.createdAt, cursor.createdAt), lt(inboxNotifications.id, cursor.id)),
       );
       if (older) conditions.push(older);
-    }
-    if (filter.readStatus === "read") conditions.push(isNotNull(inboxNotifications.readAt));
-    if (filter.readStatus === "unread") conditions.push(isNull(inboxNotifications.readAt));
-    if (filter.templates.length > 0) conditions.push(inArray(inboxNotifications.templateId, filter.templates));
-    for (const target of filter.targets) {
-      conditions.push(sql`EXISTS (SELECT 1 FROM json_each(${inboxNotifications.targets}) WHERE value = ${target})`);
     }
     const page = this.db
       .select()
@@ -146,12 +247,26 @@ export class UserInbox extends DurableObject<Env> {
         json: sql<string>`coalesce(json_group_array(json_object(
           'id', ${page.id}, 'user_id', ${page.userId}, 'template_id', ${page.templateId}, 'targets', json(${page.targets}),
           'title', ${page.title}, 'content', ${page.content}, 'icon', ${page.icon}, 'actions', json(${page.actions}),
-          'read_at', ${page.readAt}, 'created_at', ${page.createdAt}
+          'read_at', ${page.readAt}, 'created_at', ${page.createdAt},
+          'archived_at', ${page.archivedAt}, 'snoozed_until', ${page.snoozedUntil}
         ) ORDER BY ${page.createdAt} DESC, ${page.id} DESC), '[]')`,
       })
       .from(page)
       .get();
-    return { ok: true, notificationsJson: json?.json ?? "[]", unreadCount: this.unreadCount() };
+    return { ok: true, notificationsJson: json?.json ?? "[]", unreadCount: this.counter("unread"), seq: this.counter("seq") };
+  }
+
+  /** Every count at once, read from the counters kept with each change: no row is counted here. */
+  counts(): InboxCounts {
+    const byTemplate = this.db.select().from(inboxTemplateCounts).orderBy(asc(inboxTemplateCounts.templateId)).all();
+    return {
+      unread: this.counter("unread"),
+      archived: this.counter("archived"),
+      snoozed: this.counter("snoozed"),
+      total: this.counter("total"),
+      by_template: byTemplate.map((t) => ({ template_id: t.templateId, unread: t.unread, total: t.total })),
+      seq: this.counter("seq"),
+    };
   }
 
   /** Which of these ids are notifications in this inbox (`POST /authcheck` `resource_id` lookups). */
@@ -166,58 +281,206 @@ export class UserInbox extends DurableObject<Env> {
     );
   }
 
-  /** mark-all-as-read: every unread notification becomes read now; already-read ones keep their `read_at`. */
-  markAllRead(): { unreadCount: number } {
-    const readAt = nowIso();
-    const changed = this.transact(() => {
-      // The maintained count is exactly the number of rows this update touches.
-      const unread = this.unreadCount();
-      this.db.update(inboxNotifications).set({ readAt }).where(isNull(inboxNotifications.readAt)).run();
-      this.setUnread(0);
-      return unread;
-    });
-    if (changed > 0) this.pushReadState({ all: true, read_at: readAt }, 0);
-    return { unreadCount: 0 };
+  /**
+   * Applies an action to these rows inside the caller's transaction: one UPDATE per slice of rows that change alike,
+   * the counters by the difference each row makes, and the events — a change per group of ids that changed the same
+   * fields to the same values, or, for a wake, the notification itself.
+   */
+  private apply(rows: StateRow[], action: InboxAction, now: string): Applied {
+    const after = new Map<string, StateRow>();
+    const groups = new Map<string, { fields: ChangedFields; ids: string[] }>();
+    const totals = { unread: 0, archived: 0, snoozed: 0 };
+    const templates = new Map<string, number>();
+    for (const row of rows) {
+      const next = applyAction(row, action, now);
+      const fields = changed(row, next);
+      if (!fields) continue;
+      const [was, is] = [contribution(row), contribution(next)];
+      totals.unread += is.unread - was.unread;
+      totals.archived += is.archived - was.archived;
+      totals.snoozed += is.snoozed - was.snoozed;
+      if (is.unread !== was.unread) templates.set(row.templateId, (templates.get(row.templateId) ?? 0) + is.unread - was.unread);
+      after.set(row.id, { ...row, ...next });
+      const key = JSON.stringify(fields);
+      const group = groups.get(key) ?? { fields, ids: [] };
+      group.ids.push(row.id);
+      groups.set(key, group);
+    }
+    for (const { fields, ids } of groups.values()) {
+      const set = {
+        ...("read_at" in fields ? { readAt: fields.read_at } : {}),
+        ...("archived_at" in fields ? { archivedAt: fields.archived_at } : {}),
+        ...("snoozed_until" in fields ? { snoozedUntil: fields.snoozed_until } : {}),
+      };
+      for (const slice of inSlices(ids)) this.db.update(inboxNotifications).set(set).where(inArray(inboxNotifications.id, slice)).run();
+    }
+    this.bump(totals);
+    for (const [templateId, unread] of templates) this.bumpTemplate(templateId, unread, 0);
+    // A wake is pushed as the notification itself, read back whole once its new state is written.
+    const events: InboxEvent[] =
+      action.kind === "wake"
+        ? this.wokenEvents([...after.keys()])
+        : [...groups.values()].flatMap(({ fields, ids }) => inSlices(ids, IDS_PER_EVENT).map((slice) => ({ change: { ids: slice, ...fields } })));
+    return { rows: after, events, snoozesMoved: totals.snoozed !== 0 || action.kind === "snooze" };
   }
 
-  /** read-status: sets or clears `read_at`; null when the notification is not in this inbox. */
-  setReadStatus(id: string, isRead: boolean): ReadStatusResult {
+  /** The notifications that just woke, whole and in the order they were due (the order of `ids`). */
+  private wokenEvents(ids: string[]): InboxEvent[] {
+    const rows = new Map(
+      inSlices(ids).flatMap((slice) =>
+        this.db
+          .select()
+          .from(inboxNotifications)
+          .where(inArray(inboxNotifications.id, slice))
+          .all()
+          .map((row) => [row.id, row] as const),
+      ),
+    );
+    return ids.flatMap((id) => {
+      const row = rows.get(id);
+      return row ? [{ notification: toInboxNotification(row), wake: true as const }] : [];
+    });
+  }
+
+  /** One item's read, archive or snooze state; null when the notification is not in this inbox. */
+  private async changeOne(id: string, action: InboxAction): Promise<ItemResult> {
+    const now = nowIso();
     const result = this.transact(() => {
       const row = this.db.select().from(inboxNotifications).where(eq(inboxNotifications.id, id)).get();
       if (!row) return null;
-      const wasRead = row.readAt !== null;
-      if (wasRead === isRead) return { row, unreadCount: this.unreadCount(), changed: false };
-      const readAt = isRead ? nowIso() : null;
-      const updated = this.db.update(inboxNotifications).set({ readAt }).where(eq(inboxNotifications.id, id)).returning().get();
-      return { row: updated ?? row, unreadCount: this.addUnread(isRead ? -1 : 1), changed: true };
+      const applied = this.apply([row], action, now);
+      return { row: { ...row, ...applied.rows.get(id) }, sequenced: this.record(applied.events), snoozesMoved: applied.snoozesMoved };
     });
     if (!result) return null;
-    const notification = toInboxNotification(result.row);
-    if (result.changed) this.pushReadState({ id, read_at: notification.read_at }, result.unreadCount);
-    return { notification, unreadCount: result.unreadCount };
+    this.push(result.sequenced);
+    if (result.snoozesMoved) await this.rearm(Date.now());
+    return { notification: toInboxNotification(result.row), unreadCount: this.counter("unread") };
   }
 
-  /** The watch: the Worker has authenticated the caller and validated the filters; this only accepts the socket. */
+  /** read-status: sets or clears `read_at` (marking an archived item unread brings it back: archived means read). */
+  setReadStatus(id: string, isRead: boolean): Promise<ItemResult> {
+    return this.changeOne(id, { kind: isRead ? "read" : "unread" });
+  }
+
+  setArchived(id: string, archived: boolean): Promise<ItemResult> {
+    return this.changeOne(id, { kind: archived ? "archive" : "unarchive" });
+  }
+
+  /** Snoozes until `until` (an ISO timestamp the Worker checked), or, with null, wakes the item now. */
+  snooze(id: string, until: string | null): Promise<ItemResult> {
+    return this.changeOne(id, until === null ? { kind: "wake" } : { kind: "snooze", until });
+  }
+
+  /**
+   * mark-all-as-read: every unread notification becomes read now; already-read ones keep their `read_at`, snoozed ones
+   * their state (they are not unread until they wake).
+   */
+  markAllRead(): { unreadCount: number } {
+    const readAt = nowIso();
+    const sequenced = this.transact(() => {
+      // Unread is neither read nor snoozed (docs/inbox.md): a snoozed item keeps its state until it wakes.
+      const isUnread = and(isNull(inboxNotifications.readAt), isNull(inboxNotifications.snoozedUntil));
+      const unread = this.db.select({ n: sql<number>`count(*)` }).from(inboxNotifications).where(isUnread).get()?.n ?? 0;
+      if (unread === 0) return [];
+      this.db.update(inboxNotifications).set({ readAt }).where(isUnread).run();
+      this.setCounter("unread", 0);
+      this.db.update(inboxTemplateCounts).set({ unread: 0 }).run();
+      return this.record([{ change: { all: true, read_at: readAt } }]);
+    });
+    this.push(sequenced);
+    return { unreadCount: 0 };
+  }
+
+  /**
+   * A bulk action in one transaction: every selected item that the action changes, or none. Ids that are not in this
+   * inbox are not here to find, so they are neither counted nor revealed.
+   */
+  async bulk(action: BulkAction, selection: BulkSelection): Promise<{ updated: number; unreadCount: number }> {
+    const now = nowIso();
+    const result = this.transact(() => {
+      const rows =
+        "ids" in selection
+          ? inSlices([...new Set(selection.ids)]).flatMap((slice) =>
+              this.db.select(STATE_COLUMNS).from(inboxNotifications).where(inArray(inboxNotifications.id, slice)).all(),
+            )
+          : this.db
+              .select(STATE_COLUMNS)
+              .from(inboxNotifications)
+              .where(and(...this.conditions(selection.filter)))
+              .orderBy(desc(inboxNotifications.createdAt), desc(inboxNotifications.id))
+              .all();
+      const applied = this.apply(rows, { kind: action }, now);
+      return { updated: applied.rows.size, sequenced: this.record(applied.events), snoozesMoved: applied.snoozesMoved };
+    });
+    this.push(result.sequenced);
+    if (result.snoozesMoved) await this.rearm(Date.now());
+    return { updated: result.updated, unreadCount: this.counter("unread") };
+  }
+
+  /** Wakes every item whose snooze is due at `now` (epoch ms): unread again, pushed as a new notification. */
+  wakeDue(now: number): number {
+    const due = nowIso(now);
+    const sequenced = this.transact(() => {
+      const rows = this.db
+        .select(STATE_COLUMNS)
+        .from(inboxNotifications)
+        .where(and(isNotNull(inboxNotifications.snoozedUntil), lte(inboxNotifications.snoozedUntil, due)))
+        .orderBy(asc(inboxNotifications.snoozedUntil), asc(inboxNotifications.id))
+        .all();
+      return this.record(this.apply(rows, { kind: "wake" }, due).events);
+    });
+    this.push(sequenced);
+    return sequenced.length;
+  }
+
+  /**
+   * The watch: the Worker has authenticated the caller and validated the query; this accepts the socket and, with
+   * `after_seq`, first replays every event after it that the socket would have received live.
+   */
   override async fetch(request: Request): Promise<Response> {
     const header = request.headers.get(WATCH_HEADER);
     if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket" || !header) {
       return new Response("Expected a WebSocket upgrade from the Herald Worker.", { status: 400 });
     }
-    const { attachment, keyId, expiresAt, protocol } = JSON.parse(header) as {
-      attachment: WatchAttachment;
-      keyId: string;
-      expiresAt: number;
-      protocol: string | null;
-    };
+    const { attachment, keyId, expiresAt, protocol, afterSeq } = JSON.parse(header) as WatchRequest;
+    const seq = this.counter("seq");
+    if (afterSeq !== undefined && afterSeq > seq) return new Response(InboxMessages.afterSeqAhead(seq), { status: AFTER_SEQ_AHEAD });
+    const stored: WatchAttachment = { ...attachment, session: { keyId, expiresAt } };
+    await this.rearm(Date.now(), expiresAt);
+    // From here to the response nothing awaits: the replay and the socket's first live frame cannot interleave.
     const pair = new WebSocketPair();
     const [client, server] = Object.values(pair) as [WebSocket, WebSocket];
     // Hibernatable: the filters live in the attachment, so they survive the object being evicted.
     // Tagged with the credential's key id, so ending that session can close exactly its sockets.
     this.ctx.acceptWebSocket(server, [keyId]);
-    server.serializeAttachment({ ...attachment, session: { keyId, expiresAt } } satisfies WatchAttachment);
-    await this.scheduleSessionAlarm(expiresAt);
+    server.serializeAttachment(stored);
+    if (afterSeq !== undefined) this.replay(server, stored, afterSeq);
     const headers = protocol ? { "Sec-WebSocket-Protocol": protocol } : undefined;
     return new Response(null, { status: 101, webSocket: client, headers });
+  }
+
+  /** Sends a new socket every kept event after `afterSeq`, or closes it with 4409 when some are no longer kept. */
+  private replay(ws: WebSocket, attachment: WatchAttachment, afterSeq: number): void {
+    const seq = this.counter("seq");
+    if (afterSeq === seq) return;
+    const oldest =
+      this.db
+        .select({ seq: min(inboxEvents.seq) })
+        .from(inboxEvents)
+        .get()?.seq ?? null;
+    if (oldest === null || oldest > afterSeq + 1) {
+      ws.close(CLOSE_RESYNC, InboxMessages.resync);
+      return;
+    }
+    for (let from = afterSeq; from < seq; ) {
+      const page = this.db.select().from(inboxEvents).where(gt(inboxEvents.seq, from)).orderBy(asc(inboxEvents.seq)).limit(REPLAY_PAGE).all();
+      if (page.length === 0) break;
+      for (const row of page) {
+        const frame = frameFor({ seq: row.seq, event: JSON.parse(row.event) as InboxEvent, unread: row.unread }, attachment, new Map());
+        if (frame !== undefined) sendOrClose(ws, frame);
+      }
+      from = page[page.length - 1]?.seq ?? seq;
+    }
   }
 
   /**
@@ -236,26 +499,55 @@ export class UserInbox extends DurableObject<Env> {
     return sockets.length;
   }
 
-  /** The alarm fires when the earliest watched session is due to expire (sessions of later ones wait their turn). */
-  private async scheduleSessionAlarm(expiresAt: number): Promise<void> {
+  /**
+   * One alarm per object, set to the earliest thing due: a snoozed item's wake-up, or a watched session's expiry
+   * (`pendingExpiry`: a socket about to be accepted). Re-armed whenever either changes.
+   */
+  private async rearm(now: number, pendingExpiry?: number): Promise<void> {
+    const snooze =
+      this.db
+        .select({ at: min(inboxNotifications.snoozedUntil) })
+        .from(inboxNotifications)
+        .where(isNotNull(inboxNotifications.snoozedUntil))
+        .get()?.at ?? null;
+    const candidates = this.ctx
+      .getWebSockets()
+      .map((ws) => (ws.deserializeAttachment() as WatchAttachment | null)?.session?.expiresAt)
+      .filter((t): t is number => t !== undefined && t > now);
+    if (pendingExpiry !== undefined) candidates.push(pendingExpiry);
+    if (snooze !== null) candidates.push(Date.parse(snooze));
     const current = await this.ctx.storage.getAlarm();
-    if (current === null || expiresAt < current) await this.ctx.storage.setAlarm(expiresAt);
+    if (candidates.length === 0) {
+      if (current !== null) await this.ctx.storage.deleteAlarm();
+      return;
+    }
+    const next = Math.min(...candidates);
+    if (current !== next) await this.ctx.storage.setAlarm(next);
   }
 
   /**
-   * Closes, with 4401, the sockets whose session has expired. A login session slides forward on use, so the expiry a
-   * socket recorded is checked against D1 first: a session still alive keeps its socket and its new expiry. Then the
-   * alarm is set for the next expiry among the remaining sockets.
+   * Wakes the snoozed items that are due, then closes, with 4401, the sockets whose session has expired. A login
+   * session slides forward on use, so the expiry a socket recorded is checked against D1 first: a session still alive
+   * keeps its socket and its new expiry. Then the alarm is set for whatever is due next.
    */
   override async alarm(): Promise<void> {
     const now = Date.now();
+    this.wakeDue(now);
+    await this.endExpiredSessions(now);
+    await this.rearm(now);
+  }
+
+  private async endExpiredSessions(now: number): Promise<void> {
     const due = this.ctx.getWebSockets().flatMap((ws) => {
       const session = (ws.deserializeAttachment() as WatchAttachment | null)?.session;
       return session && session.expiresAt <= now ? [{ ws, session }] : [];
     });
+    if (due.length === 0) return;
     const keyIds = [...new Set(due.map((d) => d.session.keyId))];
     const db = database(this.env.DB);
-    const rows = await Promise.all(inSlices(keyIds).map((slice) => db.select({ id: apiKeys.id, expiresAt: apiKeys.expiresAt }).from(apiKeys).where(inArray(apiKeys.id, slice))));
+    const rows = await Promise.all(
+      inSlices(keyIds).map((slice) => db.select({ id: apiKeys.id, expiresAt: apiKeys.expiresAt }).from(apiKeys).where(inArray(apiKeys.id, slice))),
+    );
     const current = new Map(rows.flat().map((k) => [k.id, Date.parse(k.expiresAt)] as const));
     for (const { ws, session } of due) {
       const expiresAt = current.get(session.keyId);
@@ -269,11 +561,6 @@ export class UserInbox extends DurableObject<Env> {
         // already closing
       }
     }
-    const next = this.ctx
-      .getWebSockets()
-      .map((ws) => (ws.deserializeAttachment() as WatchAttachment | null)?.session?.expiresAt)
-      .filter((t): t is number => t !== undefined && t > now);
-    if (next.length > 0) await this.ctx.storage.setAlarm(Math.min(...next));
   }
 
   override webSocketMessage(): void {
@@ -289,27 +576,20 @@ export class UserInbox extends DurableObject<Env> {
     }
   }
 
-  private push(notification: InboxNotification, unreadCount: number): void {
-    const rendered = new Map<string, string>();
-    for (const ws of this.ctx.getWebSockets()) {
+  /** Sends each event, in `seq` order, to every socket that receives it (rendered once per format and event). */
+  private push(sequenced: SequencedEvent[]): void {
+    if (sequenced.length === 0) return;
+    const sockets = this.ctx.getWebSockets().flatMap((ws) => {
       const attachment = ws.deserializeAttachment() as WatchAttachment | null;
-      if (!attachment || !matchesFilter(notification, attachment.filter)) continue;
-      let frame = rendered.get(attachment.format);
-      if (frame === undefined) {
-        frame = watchFrame(notification, unreadCount, attachment.format);
-        rendered.set(attachment.format, frame);
+      return attachment ? [{ ws, attachment }] : [];
+    });
+    if (sockets.length === 0) return;
+    for (const event of sequenced) {
+      const rendered = new Map<WatchFormat, string>();
+      for (const { ws, attachment } of sockets) {
+        const frame = frameFor(event, attachment, rendered);
+        if (frame !== undefined) sendOrClose(ws, frame);
       }
-      sendOrClose(ws, frame);
-    }
-  }
-
-  private pushReadState(change: ReadStateChange, unreadCount: number): void {
-    let frame: string | undefined;
-    for (const ws of this.ctx.getWebSockets()) {
-      const attachment = ws.deserializeAttachment() as WatchAttachment | null;
-      if (!attachment?.syncReadState) continue;
-      frame ??= readStateFrame(change, unreadCount);
-      sendOrClose(ws, frame);
     }
   }
 }

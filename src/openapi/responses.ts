@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { PolicyResult } from "../auth/passwords/policy";
 import type { InboxNotification as InboxNotificationType } from "../inbox/model";
+import type { InboxCounts } from "../inbox/user-inbox";
 import type { toTemplateResponse } from "../notifications/routes";
 import type { UserResponse } from "../users/service";
 import { described, named } from "./registry";
@@ -42,8 +43,15 @@ export const AuthMethods = named(
   z.strictObject({
     terms_of_service_url: z.string().optional(),
     password: z.strictObject({ enabled: z.boolean() }),
-    github: z.strictObject({ enabled: z.boolean(), default_provider_configured: described("Always false: Herald has no built-in GitHub app.", z.boolean()) }),
-    oidc: z.strictObject({ enabled: z.boolean(), signInText: described("OIDC_SIGN_IN_TEXT.", z.string()), iconUrl: described("OIDC_ICON_URL.", z.string()) }),
+    github: z.strictObject({
+      enabled: z.boolean(),
+      default_provider_configured: described("Always false: Herald has no built-in GitHub app.", z.boolean()),
+    }),
+    oidc: z.strictObject({
+      enabled: z.boolean(),
+      signInText: described("OIDC_SIGN_IN_TEXT.", z.string()),
+      iconUrl: described("OIDC_ICON_URL.", z.string()),
+    }),
   }),
   "Which sign-in methods the server offers (Coder's shape), for a sign-in page to show the right buttons.",
 );
@@ -58,7 +66,7 @@ export const LoginWithPasswordResponse = named("LoginWithPasswordResponse", z.st
 
 export const ValidateUserPasswordResponse = named(
   "ValidateUserPasswordResponse",
-  z.strictObject({ valid: z.boolean(), details: described("\"\" when valid, else a readable reason.", z.string()) }),
+  z.strictObject({ valid: z.boolean(), details: described('"" when valid, else a readable reason.', z.string()) }),
 );
 
 export const OAuthConversionResponse = named(
@@ -89,45 +97,76 @@ const InboxNotification = named(
     actions: z.array(z.strictObject({ label: z.string(), url: z.string() })),
     read_at: timestamp.nullable(),
     created_at: timestamp,
+    archived_at: described("When it was archived; archived notifications are read.", timestamp.nullable()),
+    snoozed_until: described(
+      "While set, the notification is snoozed until then (not unread, left out of the list by default).",
+      timestamp.nullable(),
+    ),
   }),
 );
+
+const seq = described("The inbox's sequence number: of the last change (lists and counts) or of this change (frames).", count);
 
 export const ListInboxNotificationsResponse = named(
   "ListInboxNotificationsResponse",
   z.strictObject({
     notifications: z.array(InboxNotification),
     unread_count: described("The caller's total unread count, ignoring filters.", count),
+    seq,
   }),
 );
 
-const GetInboxNotificationResponse = named(
-  "GetInboxNotificationResponse",
-  z.strictObject({ notification: InboxNotification, unread_count: count }),
-  "One frame of the inbox watch: a newly delivered notification and the current unread count.",
+const InboxNotificationFrame = named(
+  "InboxNotificationFrame",
+  z.strictObject({ seq, notification: InboxNotification, unread_count: count }),
+  "Watch frame: a newly delivered (or woken) notification that matches the filters, and the unread count after it.",
 );
 
-const InboxReadStateFrame = named(
-  "InboxReadStateFrame",
+const InboxChangeFrame = named(
+  "InboxChangeFrame",
   z.strictObject({
-    read_state: z.union([
-      z.strictObject({ id: uuid, read_at: timestamp.nullable() }),
+    seq,
+    change: z.union([
+      z.strictObject({
+        ids: z.array(uuid),
+        read_at: timestamp.nullable().optional(),
+        archived_at: timestamp.nullable().optional(),
+        snoozed_until: timestamp.nullable().optional(),
+      }),
       z.strictObject({ all: z.literal(true), read_at: timestamp }),
     ]),
     unread_count: count,
   }),
-  "Watch frame sent only with `sync_read_state=true`: a read-state change made by mark-all-as-read or read-status.",
+  "Watch frame sent only with `sync=true`: a change to existing notifications, whatever the filters. The fields present are those that changed, with their new values; `all: true` is mark-all-as-read (every notification that was unread).",
 );
 
 export const InboxWatchFrame = named(
   "InboxWatchFrame",
-  z.union([GetInboxNotificationResponse, InboxReadStateFrame]),
-  "One text frame of the inbox watch, after the upgrade: a delivered notification, or (with `sync_read_state=true`) a read-state change.",
+  z.union([InboxNotificationFrame, InboxChangeFrame]),
+  "One text frame of the inbox watch, after the upgrade: a notification, or (with `sync=true`) a change. Frames arrive in `seq` order.",
 );
 
 export const UpdateInboxNotificationReadStatusResponse = named(
   "UpdateInboxNotificationReadStatusResponse",
   z.strictObject({ message: z.string(), notification: InboxNotification, unread_count: count }),
   "Satisfies both the interface's Response shape and the richer client shape.",
+);
+
+export const InboxCountsResponse = named(
+  "InboxCountsResponse",
+  z.strictObject({
+    unread: described("Neither read nor snoozed.", count),
+    archived: count,
+    snoozed: count,
+    total: count,
+    by_template: z.array(z.strictObject({ template_id: uuid, unread: count, total: count })),
+    seq,
+  }),
+);
+
+export const BulkInboxActionResponse = named(
+  "BulkInboxActionResponse",
+  z.strictObject({ updated: described("Notifications the action changed.", count), unread_count: count }),
 );
 
 export const NotificationTemplate = named(
@@ -139,7 +178,7 @@ export const NotificationTemplate = named(
     body_template: z.string(),
     actions: described("A JSON array of `{label, url}` templates, as a string.", z.string()),
     group: z.string(),
-    method: described("\"\" when the template uses the deployment default.", z.enum(["", "smtp", "webhook"])),
+    method: described('"" when the template uses the deployment default.', z.enum(["", "smtp", "webhook"])),
     kind: z.enum(["system", "custom"]),
     enabled_by_default: z.boolean(),
   }),
@@ -241,8 +280,9 @@ type Fits<Code, Doc> = [Code] extends [Doc] ? (SameKeys<Code, Doc> extends true 
 export type ResponseChecks = [
   Fits<UserResponse, z.output<typeof User>>,
   Fits<InboxNotificationType, z.output<typeof InboxNotification>>,
+  Fits<InboxCounts, z.output<typeof InboxCountsResponse>>,
   Fits<ReturnType<typeof toTemplateResponse>, z.output<typeof NotificationTemplate>>,
   Fits<PolicyResult, z.output<typeof ValidateUserPasswordResponse>>,
 ];
 /** @public */
-export const responseChecks: ResponseChecks = [true, true, true, true];
+export const responseChecks: ResponseChecks = [true, true, true, true, true];

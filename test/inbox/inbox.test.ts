@@ -26,13 +26,17 @@ describe("N3 GET /notifications/inbox (SPEC §4)", () => {
       actions: first.actions,
       read_at: null,
       created_at: first.createdAt,
+      // Item states (docs/inbox.md): new fields, so a client of the interface's shape keeps working.
+      archived_at: null,
+      snoozed_until: null,
     });
+    expect(body.seq).toBe(2);
     expect(body.notifications[0]?.icon).toBe("https://example.com/icon.png");
   });
 
   it("an empty inbox is an empty array, never null", async () => {
     const user = await createUser();
-    expect(await list(user.token)).toEqual({ notifications: [], unread_count: 0 });
+    expect(await list(user.token)).toEqual({ notifications: [], unread_count: 0, seq: 0 });
   });
 
   it("filters by targets (all), templates (any) and read_status, alone and combined; unread_count ignores filters", async () => {

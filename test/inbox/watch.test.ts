@@ -9,12 +9,14 @@ import { deliver, inbox, TEMPLATE_A, TEMPLATE_B, watch } from "./inbox-helpers";
 const WATCH = "/notifications/inbox/watch";
 
 describe("N5 GET /notifications/inbox/watch (SPEC §4)", () => {
-  it("sends each matching new notification as one frame {notification, unread_count}", async () => {
+  it("sends each matching new notification as one frame {seq, notification, unread_count}", async () => {
     const user = await createUser();
     const w = await watch("", { "Service-Session-Token": user.token });
     const n = await deliver(user.id);
     const frame = await w.next();
-    expect(Object.keys(frame).sort()).toEqual(["notification", "unread_count"]);
+    // The interface's frame plus `seq` (docs/inbox.md, "Sequenced sync").
+    expect(Object.keys(frame).sort()).toEqual(["notification", "seq", "unread_count"]);
+    expect(frame.seq).toBe(1);
     expect(frame.unread_count).toBe(1);
     expect(frame.notification).toMatchObject({ id: n.id, user_id: user.id, title: n.title, content: n.content, read_at: null });
     w.ws.close();
@@ -80,9 +82,10 @@ describe("N5 GET /notifications/inbox/watch (SPEC §4)", () => {
     expect(await pong).toBe("pong");
   });
 
-  it("opt-in sync_read_state pushes read-state changes after N6 and N4; default sockets get none", async () => {
+  it("opt-in sync (and its first name, sync_read_state) pushes change frames after N6 and N4; default sockets get none", async () => {
     const user = await createUser();
     const synced = await watch("?sync_read_state=true", { "Service-Session-Token": user.token });
+    const named = await watch("?sync=true", { "Service-Session-Token": user.token });
     const plain = await watch("", { "Service-Session-Token": user.token });
     const n = await deliver(user.id);
     await deliver(user.id);
@@ -90,12 +93,16 @@ describe("N5 GET /notifications/inbox/watch (SPEC §4)", () => {
     await synced.next();
     await plain.next();
     await plain.next();
+    await named.next();
+    await named.next();
     await call("PUT", `/notifications/inbox/${n.id}/read-status`, { token: user.token, body: { is_read: true } });
     const one = await synced.next();
-    expect(one).toMatchObject({ read_state: { id: n.id }, unread_count: 1 });
-    expect(typeof (one.read_state as { read_at: string }).read_at).toBe("string");
+    expect(one).toMatchObject({ seq: 3, change: { ids: [n.id] }, unread_count: 1 });
+    expect(Object.keys(one.change as object).sort()).toEqual(["ids", "read_at"]);
+    expect(typeof (one.change as { read_at: string }).read_at).toBe("string");
+    expect(await named.next()).toEqual(one);
     await call("PUT", "/notifications/inbox/mark-all-as-read", { token: user.token });
-    expect(await synced.next()).toMatchObject({ read_state: { all: true }, unread_count: 0 });
+    expect(await synced.next()).toMatchObject({ seq: 4, change: { all: true }, unread_count: 0 });
     expect(await plain.quiet()).toBe(true);
   });
 
@@ -110,7 +117,15 @@ describe("N5 GET /notifications/inbox/watch (SPEC §4)", () => {
   it("checks parameters and the upgrade before accepting, with JSON errors", async () => {
     const user = await createUser();
     const headers = { "Service-Session-Token": user.token, Upgrade: "websocket" };
-    for (const [query, field] of [["?format=html", "format"], ["?targets=x", "targets"], ["?read_status=new", "read_status"], ["?page=2", "page"]] as const) {
+    for (const [query, field] of [
+      ["?format=html", "format"],
+      ["?targets=x", "targets"],
+      ["?read_status=new", "read_status"],
+      ["?page=2", "page"],
+      ["?after_seq=", "after_seq"],
+      ["?after_seq=-1", "after_seq"],
+      ["?after_seq=1.5", "after_seq"],
+    ] as const) {
       const body = await expectError(await call("GET", `${WATCH}${query}`, { headers }), 400, Messages.validation);
       expect(body.validations?.map((v) => v.field)).toContain(field);
     }
@@ -154,7 +169,9 @@ describe("watch sockets end with their session", () => {
 
   it("ending a user's sessions closes their sessions' sockets with 4401; an API token's socket stays", async () => {
     const user = await createUser();
-    const apiToken = (await (await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "watcher" } })).json<{ key: string }>()).key;
+    const apiToken = (
+      await (await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "watcher" } })).json<{ key: string }>()
+    ).key;
     const session = await watch("", { "Service-Session-Token": user.token });
     const byToken = await watch("", { "Service-Session-Token": apiToken });
     const ended = closed(session.ws);
@@ -166,7 +183,9 @@ describe("watch sockets end with their session", () => {
 
   const expireIn = async (token: string, ms: number) => {
     const keyId = token.split("-")[0] ?? "";
-    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() + ms).toISOString(), keyId).run();
+    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?")
+      .bind(new Date(Date.now() + ms).toISOString(), keyId)
+      .run();
   };
 
   it("a session that expires closes its sockets with 4401, from the inbox object's alarm", async () => {
