@@ -125,10 +125,11 @@ export default {
         await env.USER_INBOX.get(env.USER_INBOX.idFromName(q.get("user"))).existing([q.get("id")]);
         return new Response("ok");
       case "/do-list": {
-        const page = await env.USER_INBOX.get(env.USER_INBOX.idFromName(q.get("user"))).list({ targets: [], templates: [], readStatus: "all" }, undefined, Number(q.get("limit") ?? 25));
-        // Answered the way the inbox route answers, whichever shape the object returns (rows or pre-built JSON).
+        const page = await env.USER_INBOX.get(env.USER_INBOX.idFromName(q.get("user"))).list({ targets: [], templates: [], readStatus: "all", archived: "exclude", snoozed: "exclude" }, undefined, Number(q.get("limit") ?? 25));
+        // Answered the way the inbox route answers (its default filter: archived and snoozed left out), whichever
+        // shape the object returns (rows or pre-built JSON).
         if (typeof page.notificationsJson === "string") {
-          return new Response('{"notifications":' + page.notificationsJson + ',"unread_count":' + page.unreadCount + "}", { headers: { "Content-Type": "application/json" } });
+          return new Response('{"notifications":' + page.notificationsJson + ',"unread_count":' + page.unreadCount + ',"seq":' + page.seq + "}", { headers: { "Content-Type": "application/json" } });
         }
         if (!Array.isArray(page.notifications)) return new Response("unexpected list result", { status: 500 });
         return Response.json({ notifications: page.notifications, unread_count: page.unreadCount });

@@ -1,6 +1,6 @@
 // Measurements: throughput with autocannon, latency with a sequential keep-alive client timed in microseconds
-// (autocannon's histograms keep whole milliseconds, too coarse for targets of a few ms), watch latency over a real
-// WebSocket.
+// (autocannon's histograms keep whole milliseconds, too coarse for targets of a few ms), watch and resume latency
+// over a real WebSocket.
 import http from "node:http";
 import { performance } from "node:perf_hooks";
 import autocannon from "autocannon";
@@ -19,6 +19,7 @@ export function summarize(samples) {
     samples: sorted.length,
     p50: percentile(sorted, 50),
     p90: percentile(sorted, 90),
+    p95: percentile(sorted, 95),
     p99: percentile(sorted, 99),
     min: sorted[0],
     max: sorted[sorted.length - 1],
@@ -197,4 +198,81 @@ export async function watchLatency({ base, client, token, samples, timeoutMs = 5
   }
   ws.close(1000);
   return { ...summarize(delivery), post: summarize(postMs), missed, badPosts, lastBad, strayFrames };
+}
+
+/**
+ * Resume latency (docs/inbox.md, "Sequenced sync and resume"): `samples` times, the inbox's current `seq` is read
+ * from the counts, `missed` events happen while no socket is open (`makeEvents`), then a watch socket opens with
+ * `after_seq` set to that `seq`. Timed from just before `new WebSocket(...)` until the first replayed frame arrives,
+ * and until the last of the `missed`; the frames must be exactly seq+1 … seq+missed, in order, and no other frame may
+ * follow within `extraWaitMs`.
+ */
+export async function resumeLatency({ base, client, token, samples, makeEvents, missed = 100, warmup = 2, timeoutMs = 5_000, extraWaitMs = 25, maxSeconds = 30 }) {
+  const wsUrl = `${base.replace(/^http/, "ws")}/api/v2/notifications/inbox/watch`;
+  const headers = { "Service-Session-Token": token };
+  const firstFrame = [];
+  const allFrames = [];
+  const opened = [];
+  const problems = [];
+  let incomplete = 0;
+  let outOfOrder = 0;
+  const deadline = performance.now() + maxSeconds * 1000;
+  for (let i = 0; i < samples + warmup && performance.now() < deadline; i++) {
+    const counts = await client.request("GET", "/api/v2/notifications/inbox/counts", { headers });
+    if (counts.status !== 200) throw new Error(`counts answered ${counts.status} ${counts.text.slice(0, 200)}`);
+    const seq = JSON.parse(counts.text).seq;
+    const made = await makeEvents(missed);
+    if (made !== missed) throw new Error(`${made} of ${missed} events were made while no socket was open`);
+
+    const started = performance.now();
+    const ws = new WebSocket(`${wsUrl}?after_seq=${seq}`, ["herald.v1", `herald.token.${token}`]);
+    const seqs = [];
+    const times = [];
+    let openedAt;
+    const outcome = await new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(`timed out after ${timeoutMs} ms`), timeoutMs);
+      const done = (why) => {
+        clearTimeout(timer);
+        resolve(why);
+      };
+      ws.addEventListener(
+        "open",
+        () => {
+          openedAt = performance.now();
+        },
+        { once: true },
+      );
+      ws.addEventListener("message", (event) => {
+        times.push(performance.now());
+        try {
+          seqs.push(JSON.parse(String(event.data)).seq);
+        } catch {
+          seqs.push(undefined);
+        }
+        if (seqs.length === missed) done(undefined);
+      });
+      ws.addEventListener("error", () => done("socket error"), { once: true });
+      ws.addEventListener("close", (event) => done(`closed with ${event.code} ${event.reason}`), { once: true });
+    });
+    // Nothing else happens to the inbox now, so any frame after the last expected one is one too many.
+    if (outcome === undefined) await new Promise((resolve) => setTimeout(resolve, extraWaitMs));
+    ws.close(1000);
+
+    const inOrder = seqs.length === missed && seqs.every((s, k) => s === seq + 1 + k);
+    if (outcome !== undefined) {
+      incomplete++;
+      problems.push(`after_seq=${seq}: ${seqs.length} of ${missed} frames, then ${outcome}`);
+      continue;
+    }
+    if (!inOrder) {
+      outOfOrder++;
+      problems.push(`after_seq=${seq}: ${seqs.length} frames, seqs ${seqs.slice(0, 5).join(",")}… (expected ${seq + 1}…${seq + missed})`);
+      continue;
+    }
+    if (i < warmup) continue;
+    firstFrame.push(times[0] - started);
+    allFrames.push(times[missed - 1] - started);
+    if (openedAt !== undefined) opened.push(openedAt - started);
+  }
+  return { missed, firstFrame: summarize(firstFrame), allFrames: summarize(allFrames), open: summarize(opened), incomplete, outOfOrder, problems: problems.slice(0, 5) };
 }

@@ -33,13 +33,17 @@ export function codeInfo(root, entryModulePath) {
   };
 }
 
+/** The 1, 5 and 15-minute load averages, to two decimals. */
+export const loadAverage = () => os.loadavg().map((l) => Number(l.toFixed(2)));
+
+/** The machine, with its load average now: call it before the run starts. */
 export function machineInfo(versions) {
   const cpus = os.cpus();
   return {
     cpu: cpus[0]?.model ?? "unknown",
     cores: cpus.length,
     memory_gib: Math.round(os.totalmem() / 2 ** 30),
-    load_average_at_start: os.loadavg().map((l) => Number(l.toFixed(2))),
+    load_average_at_start: loadAverage(),
     os: `${os.type()} ${os.release()} ${os.arch()}`,
     node: process.version,
     ...versions,

@@ -7,9 +7,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { BENCH_RATE_LIMIT, applyMigrations, build, generateSecretKey, gzipSizeOf, root, start, versions } from "./harness.mjs";
-import { interleavedLatency, interleavedSamples, latency, sequentialClient, summarize, throughput, watchLatency } from "./measure.mjs";
+import { interleavedLatency, interleavedSamples, latency, resumeLatency, sequentialClient, summarize, throughput, watchLatency } from "./measure.mjs";
 import { mannWhitney } from "./stats.mjs";
-import { codeInfo, machineInfo, printTable, writeResults } from "./report.mjs";
+import { codeInfo, loadAverage, machineInfo, printTable, writeResults } from "./report.mjs";
 import { deliverThroughObject, growInboxOffline, objectFile } from "./seed.mjs";
 
 const num = (name, fallback) => (process.env[name] ? Number(process.env[name]) : fallback);
@@ -20,6 +20,8 @@ const settings = {
   loginSamples: num("BENCH_LOGIN_SAMPLES", 40),
   enumerationSamples: num("BENCH_ENUMERATION_SAMPLES", 70),
   watchSamples: num("BENCH_WATCH_SAMPLES", 200),
+  resumeSamples: num("BENCH_RESUME_SAMPLES", 40),
+  resumeMissed: 100,
   bigInbox: num("BENCH_BIG_INBOX", 100_000),
   smallInbox: 100,
   listedInbox: 25,
@@ -112,6 +114,7 @@ async function prepare(tmp, notes, env) {
     small: await createUser(base, ada.token, "small"),
     big: await createUser(base, ada.token, "big"),
     watcher: await createUser(base, ada.token, "watcher"),
+    resumer: await createUser(base, ada.token, "resumer"),
   };
   env.users = users;
   env.organizationId = first.organization_id;
@@ -136,12 +139,25 @@ async function prepare(tmp, notes, env) {
   if (env.inboxes.ada.notifications.length !== settings.listedInbox) throw new Error(`ada's inbox lists ${env.inboxes.ada.notifications.length}`);
   if (env.inboxes.small.unread_count !== settings.smallInbox) throw new Error(`small's inbox has ${env.inboxes.small.unread_count} unread`);
   if (env.inboxes.big.unread_count !== settings.bigInbox) throw new Error(`big's inbox has ${env.inboxes.big.unread_count} unread`);
+  // The counts row is only meaningful if the counters it reads are right: checked, and said when they are not.
+  const counts = async (u) => api(base, "GET", "/notifications/inbox/counts", { token: u.token });
+  env.counts = { small: await counts(users.small), big: await counts(users.big) };
+  for (const [name, expected] of [["small", settings.smallInbox], ["big", settings.bigInbox]]) {
+    const c = env.counts[name];
+    const byTemplate = c.by_template?.reduce((sum, t) => sum + t.total, 0);
+    if (c.total !== expected || c.unread !== expected || byTemplate !== expected) {
+      notes.push(`${name}'s counts do not match its ${expected} items: total ${c.total}, unread ${c.unread}, by template ${byTemplate} (seq ${c.seq})`);
+    }
+  }
   notes.push(
-    `Inboxes of ${settings.listedInbox} and ${settings.smallInbox} were filled through the UserInbox deliver RPC; the ${settings.bigInbox.toLocaleString("en-US")}-row inbox got ${env.realDeliveries.stored} real deliveries, then clones of those rows written into the object's SQLite file with workerd stopped (unread counter set to match).`,
+    `Inboxes of ${settings.listedInbox} and ${settings.smallInbox} were filled through the UserInbox deliver RPC; the ${settings.bigInbox.toLocaleString("en-US")}-row inbox got ${env.realDeliveries.stored} real deliveries, then clones of those rows written into the object's SQLite file with workerd stopped (unread and total counters and per-template counts set to match; the clones are not events, so its seq is ${env.counts.big.seq}).`,
   );
 }
 
 async function main() {
+  // Before anything of the bench's own runs: the load others put on the machine.
+  const machine = machineInfo(versions);
+  log(`load average at the start: ${machine.load_average_at_start.join(", ")} (${machine.cores} cores)`);
   const tmp = mkdtempSync(path.join(diagnostics.tmpdir ?? tmpdir(), "herald-bench-"));
   /** What prepare() built: the running Miniflare among it, so cleanup can always stop it. */
   const env = {};
@@ -179,7 +195,7 @@ async function main() {
     await prepare(tmp, notes, env);
     details.setupSeconds = (performance.now() - prepareStarted) / 1000;
     const { base, trivialUrl, helperUrl, users, inboxes } = env;
-    const { ada, small, big, watcher } = users;
+    const { ada, small, big, watcher, resumer } = users;
     const header = (u) => ({ "Service-Session-Token": u.token });
 
     // --- throughput (autocannon) ---
@@ -204,6 +220,10 @@ async function main() {
     await pair("authOnly", "GET /notifications/dispatch-methods (authentication only)", { url: `${base}/api/v2/notifications/dispatch-methods`, headers: header(ada) });
     await pair("inbox", "GET /notifications/inbox (25 items)", { url: `${base}/api/v2/notifications/inbox`, headers: header(ada) });
     await pair("me", "GET /users/me", { url: `${base}/api/v2/users/me`, headers: header(ada) });
+    await pair("countsBig", `GET /notifications/inbox/counts (${settings.bigInbox.toLocaleString("en-US")} items)`, {
+      url: `${base}/api/v2/notifications/inbox/counts`,
+      headers: header(big),
+    });
     // Cost probes: the same D1 database and inbox objects, from a handler doing only that one thing.
     await pair("probeD1", "probe: one D1 point read", { url: `${helperUrl}/d1?key=${adaKeyId}` });
     await pair("probeD1Batch", "probe: one D1 batch shaped like authentication's", { url: `${helperUrl}/d1-batch3?key=${adaKeyId}` });
@@ -246,6 +266,11 @@ async function main() {
       const templatesNone = await latency(client, { path: `${path_}?templates=${crypto.randomUUID()}`, headers: header(big), samples: 30, warmup: 2, maxSeconds: 15 });
       const targetsNone = await latency(client, { path: `${path_}?targets=${crypto.randomUUID()}`, headers: header(big), samples: 30, warmup: 2, maxSeconds: 15 });
       return { ...both, unread, templatesNone, targetsNone };
+    });
+    lat.counts = await attempt("counts latency", async () => {
+      log(`latency: inbox counts at ${settings.smallInbox} and at ${settings.bigInbox.toLocaleString("en-US")} notifications, alternating`);
+      const path_ = "/api/v2/notifications/inbox/counts";
+      return interleavedLatency(client, { small: { path: path_, headers: header(small) }, big: { path: path_, headers: header(big) } }, { samples: settings.latencySamples });
     });
     lat.authcheck = await attempt("authcheck latency", async () => {
       log("latency: POST /authcheck with 100 checks");
@@ -302,6 +327,16 @@ async function main() {
       if (w.badPosts > 0) notes.push(`watch: ${w.badPosts} POST /notifications/custom failed (${w.lastBad})`);
       return w;
     });
+    lat.resume = await attempt("resume latency", async () => {
+      const n = settings.resumeMissed;
+      log(`latency: resume, ${settings.resumeSamples} reconnects with after_seq, each after ${n} deliveries with no socket open`);
+      const makeEvents = async (count) => (await deliverThroughObject(helperUrl, resumer.id, count)).stored;
+      const r = await resumeLatency({ base, client, token: resumer.token, samples: settings.resumeSamples, missed: n, makeEvents });
+      if (r.incomplete > 0 || r.outOfOrder > 0) {
+        notes.push(`resume: ${r.incomplete} reconnect(s) without all ${n} frames, ${r.outOfOrder} with other seqs than seq+1…seq+${n} in order (${r.problems.join("; ")})`);
+      }
+      return r;
+    });
     client.close();
     details.latency = lat;
     for (const [group, set] of Object.entries(lat)) {
@@ -336,10 +371,17 @@ async function main() {
     row("inbox_ratio", "  … vs trivial", () => tp.inbox.ratio, "%", "≥ 25% of trivial", (v) => v >= 0.25);
     row("me_rps", "GET /users/me", () => tp.me.reqPerSec, "req/s", "≥ 1,500 req/s", (v) => v >= 1500);
     row("me_ratio", "  … vs trivial", () => tp.me.ratio, "%");
+    row("counts_rps", `GET /notifications/inbox/counts (${settings.bigInbox.toLocaleString("en-US")} items)`, () => tp.countsBig.reqPerSec, "req/s");
+    row("counts_ratio", "  … vs trivial", () => tp.countsBig.ratio, "%");
     const watchOk = lat.watch?.missed === 0;
     row("watch_p50", "watch: custom notification → frame, p50", () => lat.watch.p50, "ms", "≤ 10 ms", (v) => v <= 10 && watchOk);
     row("watch_p99", "watch: custom notification → frame, p99", () => lat.watch.p99, "ms", "≤ 50 ms", (v) => v <= 50 && watchOk);
     row("watch_post_p50", "  (POST /notifications/custom answered, p50)", () => lat.watch.post.p50, "ms");
+    const resumed = `reconnect with after_seq → ${settings.resumeMissed} missed frames`;
+    row("resume_first_p50", `resume: ${resumed}, first frame, p50`, () => lat.resume.firstFrame.p50, "ms");
+    row("resume_first_p95", "  … first frame, p95", () => lat.resume.firstFrame.p95, "ms");
+    row("resume_all_p50", `  … all ${settings.resumeMissed} frames, p50`, () => lat.resume.allFrames.p50, "ms");
+    row("resume_all_p95", `  … all ${settings.resumeMissed} frames, p95`, () => lat.resume.allFrames.p95, "ms");
     row("trivial_p50", "trivial Worker request, p50 (sequential)", () => lat.basics.trivial.p50, "ms");
     row("auth_only_p50", "authentication alone (dispatch-methods), p50", () => lat.basics.authOnly.p50, "ms");
     row("probe_d1_p50", "probe: one D1 point read, p50", () => lat.basics.probeD1.p50, "ms");
@@ -350,6 +392,9 @@ async function main() {
     row("list_big_unread_p50", "  … big, read_status=unread, p50", () => lat.list.unread.p50, "ms");
     row("list_big_templates_none_p50", "  … big, templates filter matching nothing, p50", () => lat.list.templatesNone.p50, "ms");
     row("list_big_targets_none_p50", "  … big, targets filter matching nothing, p50", () => lat.list.targetsNone.p50, "ms");
+    row("counts_big_p50", `inbox counts p50, ${settings.bigInbox.toLocaleString("en-US")} notifications`, () => lat.counts.big.p50, "ms", "≤ 2 ms", (v) => v <= 2);
+    row("counts_big_p95", "  … p95", () => lat.counts.big.p95, "ms");
+    row("counts_small_p50", `  … p50 at ${settings.smallInbox} notifications`, () => lat.counts.small.p50, "ms");
     row("authcheck_p50", "POST /authcheck, 100 checks (40 name a resource), p50", () => lat.authcheck.withLookups.p50, "ms", "≤ 5 ms", (v) => v <= 5);
     row("authcheck_no_lookup_p50", "  … same checks without resource_id, p50", () => lat.authcheck.withoutLookups.p50, "ms");
     row("login_p50", "POST /users/login (argon2id), p50", () => lat.login.known.p50, "ms", "≤ 80 ms", (v) => v <= 80);
@@ -383,7 +428,8 @@ async function main() {
     const file = path.join(root, "bench", "results.json");
     writeResults(file, {
       date: new Date().toISOString(),
-      machine: machineInfo(versions),
+      // At the end the bench's own load is in the figure: workerd and autocannon keep both cores busy.
+      machine: { ...machine, load_average_at_end: loadAverage() },
       code: env.code,
       settings,
       diagnostics,

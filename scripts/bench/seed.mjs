@@ -1,7 +1,8 @@
 // Seeding for the bench. Small inboxes are filled through the UserInbox `deliver` RPC (the delivery pipeline's own
 // path). One delivery costs a SQLite commit in the object (about 1.7 ms here on disk), so 100,000 of them would
 // take minutes; the large inbox is therefore grown offline: with workerd stopped, the rows the real `deliver` wrote
-// are cloned in the object's own SQLite file in one transaction, and the maintained unread counter is set to match.
+// are cloned in the object's own SQLite file in one transaction, and the maintained counts (unread, total, per
+// template) are set to match.
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import path from "node:path";
@@ -41,10 +42,47 @@ export function objectFile(stateDir, uniqueKey, idHex) {
   return file;
 }
 
+/** The counts the object keeps (docs/inbox.md, "Exact counts"), as its rows give them. */
+function countsFromRows(db) {
+  const whole = db
+    .prepare(
+      `SELECT count(*) AS total, coalesce(sum(read_at IS NULL AND snoozed_until IS NULL), 0) AS unread,
+        coalesce(sum(archived_at IS NOT NULL), 0) AS archived, coalesce(sum(snoozed_until IS NOT NULL), 0) AS snoozed
+      FROM inbox_notifications`,
+    )
+    .get();
+  const byTemplate = db
+    .prepare(
+      `SELECT template_id, sum(read_at IS NULL AND snoozed_until IS NULL) AS unread, count(*) AS total
+      FROM inbox_notifications GROUP BY template_id ORDER BY template_id`,
+    )
+    .all()
+    .map((t) => ({ ...t }));
+  return { ...whole, byTemplate };
+}
+
+/** The stored counters and per-template counts (a missing counter is 0, as the object reads it). */
+function storedCounts(db) {
+  const counters = Object.fromEntries(
+    db
+      .prepare("SELECT name, value FROM inbox_counters")
+      .all()
+      .map((c) => [c.name, c.value]),
+  );
+  const byTemplate = db
+    .prepare("SELECT template_id, unread, total FROM inbox_template_counts ORDER BY template_id")
+    .all()
+    .map((t) => ({ ...t }));
+  return { counters, byTemplate };
+}
+
+const COUNTERS = ["unread", "archived", "snoozed", "total"];
+
 /**
  * Grows an inbox to `total` rows by cloning the oldest row `deliver` wrote (so every column is exactly as the object
- * stores it), each clone older than the last, then sets the maintained unread counter to the true count. Only with
- * workerd stopped.
+ * stores it), each clone older than the last, then sets the maintained counts (unread, total, per template) to what
+ * the rows give. Clones are not events: the sequence stays where the real deliveries left it. Only with workerd
+ * stopped.
  */
 export function growInboxOffline(file, total) {
   const started = performance.now();
@@ -53,11 +91,13 @@ export function growInboxOffline(file, total) {
     const existing = db.prepare("SELECT count(*) AS n FROM inbox_notifications").get().n;
     const template = db.prepare("SELECT * FROM inbox_notifications ORDER BY created_at ASC, id ASC LIMIT 1").get();
     if (!template) throw new Error("the inbox has no row to clone: deliver some first");
-    const counters = db.prepare("SELECT name, value FROM inbox_counters").all();
-    const unreadBefore = db.prepare("SELECT count(*) AS n FROM inbox_notifications WHERE read_at IS NULL").get().n;
-    // The object keeps exactly one counter (the unread count); refuse to guess if its storage changed shape.
-    if (counters.length !== 1 || counters[0].value !== unreadBefore) {
-      throw new Error(`unexpected inbox_counters ${JSON.stringify(counters)} (unread rows: ${unreadBefore})`);
+    // Refuse to guess if the object's counts changed shape, or do not already match its rows.
+    const before = storedCounts(db);
+    const fromRows = countsFromRows(db);
+    const unknown = Object.keys(before.counters).filter((n) => !COUNTERS.includes(n) && n !== "seq");
+    const mismatched = COUNTERS.filter((n) => (before.counters[n] ?? 0) !== fromRows[n]);
+    if (unknown.length > 0 || mismatched.length > 0 || JSON.stringify(before.byTemplate) !== JSON.stringify(fromRows.byTemplate)) {
+      throw new Error(`unexpected inbox counts ${JSON.stringify(before)} (from the rows: ${JSON.stringify(fromRows)})`);
     }
     const columns = Object.keys(template);
     const insert = db.prepare(
@@ -74,11 +114,14 @@ export function growInboxOffline(file, total) {
       };
       insert.run(...columns.map((c) => row[c]));
     }
-    const unread = db.prepare("SELECT count(*) AS n FROM inbox_notifications WHERE read_at IS NULL").get().n;
-    db.prepare("UPDATE inbox_counters SET value = ? WHERE name = ?").run(unread, counters[0].name);
+    const after = countsFromRows(db);
+    const setCounter = db.prepare("INSERT INTO inbox_counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value");
+    for (const name of COUNTERS) if (name in before.counters || after[name] !== 0) setCounter.run(name, after[name]);
+    db.exec("DELETE FROM inbox_template_counts");
+    const setTemplate = db.prepare("INSERT INTO inbox_template_counts (template_id, unread, total) VALUES (?, ?, ?)");
+    for (const t of after.byTemplate) setTemplate.run(t.template_id, t.unread, t.total);
     db.exec("COMMIT");
-    const rows = db.prepare("SELECT count(*) AS n FROM inbox_notifications").get().n;
-    return { rows, unread, seconds: (performance.now() - started) / 1000 };
+    return { rows: after.total, unread: after.unread, seconds: (performance.now() - started) / 1000 };
   } finally {
     db.close();
   }
