@@ -12,7 +12,7 @@ export interface NotificationFrame {
   unread_count: number;
 }
 
-/** Sent only with `sync`: any other change (read, unread, archive, snooze, bulk, mark-all-as-read), whatever the filters. */
+/** Sent only with `sync`: every other change (read, unread, archive, snooze, bulk, mark-all-as-read), whatever the filters. */
 export interface ChangeFrame {
   seq: number;
   /** The fields present are the ones that changed, with their new values. */
