@@ -5,7 +5,7 @@ import { assertCan } from "../authz/guard";
 import { badRequest, Messages, notFound, validationFailed } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody, pathParams, queryParams } from "../http/validate";
-import { describeRoute, NO_BODY } from "../openapi/describe";
+import { describeRoute, NO_BODY, type RouteDoc } from "../openapi/describe";
 import {
   BulkInboxActionResponse,
   InboxCountsResponse,
@@ -45,6 +45,14 @@ function assertOwnInbox(c: Context<AppEnv>, action: "read" | "update") {
 }
 
 const NOT_YOURS = `Not one of the caller's notifications: \`${Messages.notFoundOrNoAccess}\`.`;
+
+/** What every one-item change (read, archive, snooze) documents alike: its path parameter and its answer. */
+const ONE_ITEM = {
+  tags: ["Inbox"],
+  access: "anyone",
+  paramDocs: { id: "Id of the notification." },
+  responses: [{ status: 200, description: "The updated notification.", schema: UpdateInboxNotificationReadStatusResponse }],
+} satisfies Pick<RouteDoc, "tags" | "access" | "paramDocs" | "responses">;
 
 const FILTER_DOCS = {
   targets: "Comma-separated target UUIDs; a notification must carry every one (at most 16).",
@@ -226,10 +234,7 @@ export const inboxRoutes = new Hono<AppEnv>()
       operationId: "updateInboxNotificationReadStatus",
       summary: "Mark one notification read or unread",
       description: "Marking an archived notification unread also unarchives it: archived notifications are read.",
-      tags: ["Inbox"],
-      access: "anyone",
-      paramDocs: { id: "Id of the notification." },
-      responses: [{ status: 200, description: "The updated notification.", schema: UpdateInboxNotificationReadStatusResponse }],
+      ...ONE_ITEM,
       errors: { 404: NOT_YOURS },
     }),
     requireAuth,
@@ -248,10 +253,7 @@ export const inboxRoutes = new Hono<AppEnv>()
       operationId: "updateInboxNotificationArchiveStatus",
       summary: "Archive or unarchive one notification",
       description: "Archiving marks the notification read if it was unread and ends a snooze; unarchiving leaves `read_at` as it is.",
-      tags: ["Inbox"],
-      access: "anyone",
-      paramDocs: { id: "Id of the notification." },
-      responses: [{ status: 200, description: "The updated notification.", schema: UpdateInboxNotificationReadStatusResponse }],
+      ...ONE_ITEM,
       errors: { 404: NOT_YOURS },
     }),
     requireAuth,
@@ -271,10 +273,7 @@ export const inboxRoutes = new Hono<AppEnv>()
       summary: "Snooze one notification until a time, or wake it now",
       description:
         "A snoozed notification is left out of the list by default and is not unread. When the time comes (from the inbox's own alarm), or with `until: null`, it wakes: unread again, and pushed to watchers as a new notification. Snoozing an archived notification unarchives it.",
-      tags: ["Inbox"],
-      access: "anyone",
-      paramDocs: { id: "Id of the notification." },
-      responses: [{ status: 200, description: "The updated notification.", schema: UpdateInboxNotificationReadStatusResponse }],
+      ...ONE_ITEM,
       errors: { 400: "`until` is less than a minute or more than 366 days ahead.", 404: NOT_YOURS },
     }),
     requireAuth,

@@ -96,7 +96,7 @@ export class UserInbox extends DurableObject<Env> {
   /** The counters are read once per object lifetime, then kept beside the SQLite rows they mirror. */
   private counters: Map<CounterName, number> | undefined;
 
-  private counter(name: CounterName): number {
+  private counterMap(): Map<CounterName, number> {
     this.counters ??= new Map(
       this.db
         .select()
@@ -104,12 +104,15 @@ export class UserInbox extends DurableObject<Env> {
         .all()
         .map((row) => [row.name as CounterName, row.value]),
     );
-    return this.counters.get(name) ?? 0;
+    return this.counters;
+  }
+
+  private counter(name: CounterName): number {
+    return this.counterMap().get(name) ?? 0;
   }
 
   private setCounter(name: CounterName, value: number): void {
-    this.counter(name);
-    this.counters?.set(name, value);
+    this.counterMap().set(name, value);
     this.db.insert(inboxCounters).values({ name, value }).onConflictDoUpdate({ target: inboxCounters.name, set: { value } }).run();
   }
 
