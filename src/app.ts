@@ -7,6 +7,7 @@ import { getConfig } from "./config/config";
 import { passwordResetRoutes } from "./auth/password-reset";
 import { authRoutes } from "./auth/routes";
 import { authzRoutes } from "./authz/routes";
+import { broadcastRoutes } from "./broadcasts/routes";
 import { onRevocation } from "./auth/revocation";
 import { ApiError, Messages } from "./http/errors";
 import { MAX_BODY_BYTES } from "./http/limits";
@@ -33,6 +34,7 @@ const api = new Hono<AppEnv>()
   .route("/", keyRoutes)
   .route("/", inboxRoutes)
   .route("/", notificationRoutes)
+  .route("/", broadcastRoutes)
   .route("/", preferenceRoutes)
   .route("/", userRoutes);
 

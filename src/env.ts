@@ -1,8 +1,16 @@
 import type { UserInbox } from "./inbox/user-inbox";
 
-export interface NotificationQueueMessage {
-  messageId: string;
-}
+/**
+ * What the notifications queue carries: message ids from the log in D1, one or up to 100 per queue message
+ * (docs/broadcasts.md: a broadcast enqueues its e-mail copies 100 at a time).
+ */
+export type NotificationQueueMessage = { messageId: string } | { messageIds: string[] };
+
+/**
+ * What the broadcasts queue carries (docs/broadcasts.md): a step of one shard's audience resolution, from the user id
+ * after `cursor`; or up to 100 recipients to deliver to, named `batch` in the progress table.
+ */
+export type BroadcastQueueMessage = { resolve: string; shard: number; cursor: string } | { deliver: string; batch: string; userIds: string[] };
 
 /** Bindings and variables the Worker receives (see wrangler.toml and docs/configuration.md). */
 export interface Env {
@@ -14,6 +22,8 @@ export interface Env {
   SENSITIVE_LIMITER: RateLimit;
   /** Carries notification message ids to this Worker's queue() consumer. */
   NOTIFICATION_QUEUE: Queue<NotificationQueueMessage>;
+  /** Carries broadcast fan-out steps to this Worker's queue() consumer. */
+  BROADCAST_QUEUE: Queue<BroadcastQueueMessage>;
 
   ACCESS_URL?: string;
   SECRET_KEY?: string;

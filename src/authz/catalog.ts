@@ -24,6 +24,8 @@ export const RESOURCE_ACTIONS = {
   notification_preference: ["read", "update"],
   notification_message: crud,
   notification_template: ["read", "update"],
+  /** Broadcasts (docs/broadcasts.md): owners and user admins send them and follow their progress. */
+  notification_broadcast: ["create", "read"],
   deployment_config: ["read", "update"],
   organization: crud,
   organization_member: crud,

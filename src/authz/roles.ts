@@ -35,6 +35,7 @@ export const SITE_ROLES = {
       // Limited to member-level roles by the role-change rules (only owners grant other site roles).
       { type: "assign_role", actions: ["assign", "unassign", "read"] },
       { type: "notification_template", actions: ["read"] },
+      { type: "notification_broadcast", actions: ["create", "read"] },
       { type: "organization", actions: ["read"] },
       { type: "organization_member", actions: all },
     ],

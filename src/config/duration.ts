@@ -22,3 +22,22 @@ export function parseDuration(text: string): number | undefined {
   // Beyond 2^53 ms (285,000 years) a duration is a typo, and arithmetic on it stops being exact.
   return Number.isSafeInteger(ms) ? ms : undefined;
 }
+
+/** The shortest text `parseDuration` reads back as `ms` ("1h30m", "15m", "45s", "250ms"); "" for zero. */
+export function formatDuration(ms: number): string {
+  const units: [string, number][] = [
+    ["d", 86_400_000],
+    ["h", 3_600_000],
+    ["m", 60_000],
+    ["s", 1000],
+    ["ms", 1],
+  ];
+  let rest = ms;
+  let out = "";
+  for (const [unit, size] of units) {
+    const n = Math.floor(rest / size);
+    if (n > 0) out += `${n}${unit}`;
+    rest -= n * size;
+  }
+  return out;
+}

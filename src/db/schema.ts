@@ -119,6 +119,11 @@ export const notificationTemplates = sqliteTable("notification_templates", {
   mandatory: integer("mandatory", { mode: "boolean" }).notNull().default(false),
   /** Never delivered into the inbox (the passcode must not sit in a dashboard). */
   externalOnly: integer("external_only", { mode: "boolean" }).notNull().default(false),
+  /**
+   * Read-aware e-mail (docs/broadcasts.md): the e-mail copy waits this long and goes out only if the inbox copy is
+   * still unread and not archived then. 0 sends at once. Owners set it per system template.
+   */
+  emailWhenUnreadAfterMs: integer("email_when_unread_after_ms").notNull().default(0),
 });
 
 export const notificationPreferences = sqliteTable(
@@ -134,7 +139,7 @@ export const notificationPreferences = sqliteTable(
   (t) => [primaryKey({ columns: [t.userId, t.templateId] })],
 );
 
-export const MESSAGE_STATUSES = ["pending", "leased", "sent", "temporary_failure", "permanent_failure", "inhibited"] as const;
+export const MESSAGE_STATUSES = ["pending", "leased", "sent", "temporary_failure", "permanent_failure", "inhibited", "skipped"] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 export const DISPATCH_METHODS = ["smtp", "webhook", "inbox"] as const;
 export type DispatchMethod = (typeof DISPATCH_METHODS)[number];
@@ -161,11 +166,90 @@ export const notificationMessages = sqliteTable(
     createdAt: timestamp("created_at").notNull(),
     updatedAt: timestamp("updated_at").notNull(),
     sentAt: timestamp("sent_at"),
+    /**
+     * A read-aware e-mail copy (docs/broadcasts.md): when it falls due (`next_retry_after`), the recipient's inbox
+     * object decides whether it is sent or `skipped`.
+     */
+    sendIfUnread: integer("send_if_unread", { mode: "boolean" }).notNull().default(false),
   },
   (t) => [
     index("messages_status_created").on(t.status, t.createdAt),
     index("messages_user").on(t.userId, t.createdAt),
   ],
+);
+
+/**
+ * One row per broadcast (docs/broadcasts.md). `recipients` is the audience counted by the POST until every shard of
+ * the audience has been resolved; then it is what the shards planned. The content is stored once, here, never per
+ * recipient.
+ */
+export const broadcasts = sqliteTable("broadcasts", {
+  id: text("id").primaryKey(),
+  createdBy: text("created_by").notNull(),
+  createdAt: timestamp("created_at").notNull(),
+  /** The request's audience, as JSON: `{"all":true}`, `{"user_ids":[…]}`, `{"roles":[…]}` or `{"organization_id":…}`. */
+  audience: text("audience", { mode: "json" }).$type<BroadcastAudience>().notNull(),
+  title: text("title").notNull(),
+  message: text("message").notNull(),
+  targets: text("targets", { mode: "json" }).$type<string[]>().notNull().default(sql`'[]'`),
+  emailWhenUnreadAfterMs: integer("email_when_unread_after_ms").notNull().default(0),
+  recipients: integer("recipients").notNull(),
+  completedAt: timestamp("completed_at"),
+});
+
+export type BroadcastAudience = { all: true } | { user_ids: string[] } | { roles: string[] } | { organization_id: string };
+
+/**
+ * The audience is resolved in keyset pages, one chain per user-id range (shard). `cursor` is the last user id the
+ * shard planned; it only moves by compare-and-set, so a redelivered step cannot plan a page twice.
+ */
+export const broadcastShards = sqliteTable(
+  "broadcast_shards",
+  {
+    broadcastId: text("broadcast_id").notNull(),
+    shard: integer("shard").notNull(),
+    cursor: text("cursor").notNull(),
+    /** Recipients planned so far (delivery messages sent). */
+    planned: integer("planned").notNull().default(0),
+    done: integer("done", { mode: "boolean" }).notNull().default(false),
+    updatedAt: timestamp("updated_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.broadcastId, t.shard] }),
+    // The cron's search for chains that stalled (docs/broadcasts.md, "Crashes and redeliveries").
+    index("broadcast_shards_open").on(t.updatedAt).where(sql`${t.done} = 0`),
+  ],
+);
+
+/**
+ * Progress, one row per delivery message (≤ 100 recipients), rewritten whole with absolute counts: a redelivered
+ * batch rewrites its row instead of counting twice.
+ */
+export const broadcastBatches = sqliteTable(
+  "broadcast_batches",
+  {
+    broadcastId: text("broadcast_id").notNull(),
+    batch: text("batch").notNull(),
+    recipients: integer("recipients").notNull(),
+    delivered: integer("delivered").notNull(),
+    failed: integer("failed").notNull(),
+    updatedAt: timestamp("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.broadcastId, t.batch] })],
+);
+
+/** `Idempotency-Key` of the POST, per caller, kept 24 hours (docs/broadcasts.md). */
+export const broadcastIdempotencyKeys = sqliteTable(
+  "broadcast_idempotency_keys",
+  {
+    createdBy: text("created_by").notNull(),
+    key: text("key").notNull(),
+    broadcastId: text("broadcast_id").notNull(),
+    /** The first 202's `recipients`, answered again as it was (the broadcast's own count may have settled since). */
+    recipients: integer("recipients").notNull(),
+    createdAt: timestamp("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.createdBy, t.key] })],
 );
 
 /** Deployment-wide settings (notifier_paused). */
@@ -230,4 +314,5 @@ export type TemplateRow = typeof notificationTemplates.$inferSelect;
 export type MessageRow = typeof notificationMessages.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type OrganizationRow = typeof organizations.$inferSelect;
+export type BroadcastRow = typeof broadcasts.$inferSelect;
 export type AuditLogInsert = typeof auditLogs.$inferInsert;

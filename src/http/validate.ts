@@ -63,3 +63,11 @@ export function queryParams<T extends z.ZodType>(schema: T) {
 export function pathParams<T extends z.ZodType>(schema: T) {
   return documents(zValidator("param", schema, refuse()), { target: "param", schema });
 }
+
+/**
+ * Validates request headers the route reads (e.g. `Idempotency-Key`). Header names arrive in lower case; the schema
+ * names them so, and the OpenAPI document lists them as header parameters.
+ */
+export function headerParams<T extends z.ZodType>(schema: T) {
+  return documents(zValidator("header", schema, refuse()), { target: "header", schema });
+}

@@ -11,7 +11,7 @@ import { nowIso } from "../lib/crypto";
 import { InboxMessages } from "./messages";
 import { fallbackIcon, toInboxNotification, type InboxDelivery, type InboxNotification, type ListFilter, type WatchFormat } from "./model";
 import * as schema from "./schema";
-import { inboxCounters, inboxEvents, inboxNotifications, inboxTemplateCounts, type InboxRow } from "./schema";
+import { emailDecisions, inboxCounters, inboxEvents, inboxNotifications, inboxTemplateCounts, type InboxRow } from "./schema";
 import { applyAction, changed, contribution, type BulkAction, type ChangedFields, type InboxAction } from "./states";
 import {
   AFTER_SEQ_AHEAD,
@@ -33,6 +33,8 @@ type CounterName = (typeof COUNTERS)[number];
 /** Events kept for resume (docs/inbox.md, "Sequenced sync"): at least this many, and at least this long. */
 const EVENTS_KEPT = 10_000;
 const EVENTS_KEPT_MS = 7 * 24 * 60 * 60 * 1000;
+/** How long a read-aware e-mail decision is kept (docs/broadcasts.md). */
+const DECISIONS_KEPT_MS = 30 * 24 * 60 * 60 * 1000;
 /** Ids per change event: a bulk change to more items is several events, so no row nears SQLite's 2 MB limit. */
 const IDS_PER_EVENT = 2_000;
 /** Events read per query while replaying, so a long replay never holds every frame in memory at once. */
@@ -201,6 +203,30 @@ export class UserInbox extends DurableObject<Env> {
     });
     this.push(sequenced);
     return { stored: sequenced.length > 0, unreadCount: this.counter("unread") };
+  }
+
+  /**
+   * Read-aware e-mail (docs/broadcasts.md): whether the e-mail copy of notification `id` goes out now that it is due.
+   * It does while the inbox copy is unread and not archived (or absent: the user cannot have read what never
+   * arrived). The first answer is kept and given again, so a send that is retried after a failure is never skipped,
+   * and a skipped one never sent. On the object's thread the answer and a read cannot interleave: a read that lands
+   * first skips the e-mail, one that lands after it finds the e-mail already decided.
+   */
+  emailDecision(id: string): { send: boolean } {
+    const decided = this.db.select({ send: emailDecisions.send }).from(emailDecisions).where(eq(emailDecisions.notificationId, id)).get();
+    if (decided) return decided;
+    const item = this.db
+      .select({ readAt: inboxNotifications.readAt, archivedAt: inboxNotifications.archivedAt })
+      .from(inboxNotifications)
+      .where(eq(inboxNotifications.id, id))
+      .get();
+    const send = !item || (item.readAt === null && item.archivedAt === null);
+    const now = Date.now();
+    this.db.insert(emailDecisions).values({ notificationId: id, send, decidedAt: nowIso(now) }).run();
+    // A decision is asked for only while its message is being sent, which ends within NOTIFICATIONS_MAX_AGE of
+    // its creation (days): a month later nobody asks again.
+    this.db.delete(emailDecisions).where(lt(emailDecisions.decidedAt, nowIso(now - DECISIONS_KEPT_MS))).run();
+    return { send };
   }
 
   /** The conditions of a list filter; the default (archived and snoozed excluded) uses the `inbox_visible` index. */

@@ -78,6 +78,22 @@ export function uuidv7(now: number = Date.now()): string {
   bytes[6] = 0x70 | ((v7Sequence >> 8) & 0x0f);
   bytes[7] = v7Sequence & 0xff;
   bytes[8] = 0x80 | ((bytes[8] ?? 0) & 0x3f);
+  return formatUuid(bytes);
+}
+
+function formatUuid(bytes: Uint8Array): string {
   const hex = toHex(bytes);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * A UUID derived from its parts (RFC 9562 version 8, the first 122 bits of SHA-256 of the parts): the same parts
+ * always give the same id. A broadcast names each recipient's inbox item and message-log rows this way, so a
+ * redelivered batch writes the rows it already wrote, and nothing more (docs/broadcasts.md).
+ */
+export async function derivedUuid(...parts: string[]): Promise<string> {
+  const bytes = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(parts.join("\n")))).slice(0, 16);
+  bytes[6] = 0x80 | ((bytes[6] ?? 0) & 0x0f);
+  bytes[8] = 0x80 | ((bytes[8] ?? 0) & 0x3f);
+  return formatUuid(bytes);
 }

@@ -3,10 +3,11 @@ import { purgePasscodeMails } from "../auth/password-reset";
 import { database } from "../db/client";
 import { notificationMessages } from "../db/schema";
 import type { Env, NotificationQueueMessage } from "../env";
+import { inSlices } from "../db/slices";
 import { nowIso } from "../lib/crypto";
 import { dispatchMessage, kickMessages } from "./dispatch";
 import { readPaused } from "./settings";
-import { moveMessages } from "./status";
+import { FINISHED_STATUSES, moveMessages } from "./status";
 
 export const DEAD_LETTER_QUEUE = "herald-notifications-dlq";
 const PURGE_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
@@ -24,27 +25,34 @@ const REDRIVE_BATCH = 500;
  */
 export async function handleQueue(batch: MessageBatch<NotificationQueueMessage>, env: Env): Promise<void> {
   if (batch.queue === DEAD_LETTER_QUEUE) {
-    const ids = batch.messages.map((m) => m.body.messageId);
+    const db = database(env.DB);
     // Whatever was not finished yet: pending, leased or waiting for a retry.
-    await moveMessages(database(env.DB), inArray(notificationMessages.id, ids), "permanent_failure", {
-      statusReason: "dead-lettered: the consumer failed on every queue retry",
-      leasedUntil: null,
-    });
+    for (const ids of inSlices(batch.messages.flatMap((m) => idsOf(m.body)))) {
+      await moveMessages(db, inArray(notificationMessages.id, ids), "permanent_failure", {
+        statusReason: "dead-lettered: the consumer failed on every queue retry",
+        leasedUntil: null,
+      });
+    }
     batch.ackAll();
     return;
   }
-  // Concurrently: a receiver that hangs holds up only its own message, never the rest of the batch.
+  // Concurrently: a receiver that hangs holds up only its own message, never the rest of the batch. When one id of
+  // a multi-id message crashes, the whole message is retried: the ids already sent are no longer leasable.
   await Promise.all(
     batch.messages.map(async (message) => {
       try {
-        await dispatchMessage(env, message.body.messageId);
+        await Promise.all(idsOf(message.body).map((id) => dispatchMessage(env, id)));
         message.ack();
       } catch (error) {
-        console.error(`[herald] queue consumer failed on ${message.body.messageId}: ${error instanceof Error ? error.name : "error"}`);
+        console.error(`[herald] queue consumer failed on message ${message.id}: ${error instanceof Error ? error.name : "error"}`);
         message.retry();
       }
     }),
   );
+}
+
+function idsOf(body: NotificationQueueMessage): string[] {
+  return "messageIds" in body ? body.messageIds : [body.messageId];
 }
 
 /**
@@ -62,12 +70,17 @@ export async function redrive(env: Env, minAgeMs: number, at = Date.now()): Prom
   if (await readPaused(db)) return 0;
   const cutoff = nowIso(at - minAgeMs);
   const due = await db
-    .select({ id: notificationMessages.id, method: notificationMessages.method })
+    .select({ id: notificationMessages.id, method: notificationMessages.method, nextRetryAfter: notificationMessages.nextRetryAfter })
     .from(notificationMessages)
     .where(
       or(
-        // Pending past the straggler age: its direct send or queue message was lost.
-        and(eq(notificationMessages.status, "pending"), lte(notificationMessages.createdAt, cutoff)),
+        // Pending past the straggler age: its direct send or queue message was lost. A read-aware e-mail waits
+        // for its due time (`next_retry_after`), here as on the queue.
+        and(
+          eq(notificationMessages.status, "pending"),
+          lte(notificationMessages.createdAt, cutoff),
+          or(isNull(notificationMessages.nextRetryAfter), lte(notificationMessages.nextRetryAfter, now)),
+        ),
         // Every retry that is due (a lease that expired above has no retry time: due at once).
         and(
           eq(notificationMessages.status, "temporary_failure"),
@@ -81,13 +94,13 @@ export async function redrive(env: Env, minAgeMs: number, at = Date.now()): Prom
   return due.length;
 }
 
-/** Finished messages (sent, failed for good, inhibited) are kept 7 days for the admin view, then purged. */
+/** Finished messages (sent, failed for good, inhibited, skipped) are kept 7 days for the admin view, then purged. */
 async function purgeFinished(env: Env): Promise<void> {
   await database(env.DB)
     .delete(notificationMessages)
     .where(
       and(
-        inArray(notificationMessages.status, ["sent", "permanent_failure", "inhibited"]),
+        inArray(notificationMessages.status, [...FINISHED_STATUSES]),
         lt(notificationMessages.updatedAt, nowIso(Date.now() - PURGE_AFTER_MS)),
       ),
     );

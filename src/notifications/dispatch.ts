@@ -2,7 +2,7 @@ import { and, eq, isNull, lte, or, sql } from "drizzle-orm";
 import { getConfig, type Config } from "../config/config";
 import { database, type Database } from "../db/client";
 import { notificationMessages, notificationTemplates, users, type DispatchMethod, type MessageRow, type TemplateRow } from "../db/schema";
-import type { Env } from "../env";
+import type { Env, NotificationQueueMessage } from "../env";
 import { nowIso } from "../lib/crypto";
 import { sendToInbox } from "./channels/inbox";
 import { sendEmail } from "./channels/smtp";
@@ -23,7 +23,11 @@ const SEND_BUDGET_MS = 13 * 60_000;
 const LEASE_MS = 15 * 60_000;
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
 
-export type DispatchOutcome = "sent" | "retry" | "failed" | "skipped";
+/** `not_taken`: paused, not due yet, or another consumer holds it; `skipped`: a read-aware e-mail whose inbox copy was read. */
+export type DispatchOutcome = "sent" | "retry" | "failed" | "skipped" | "not_taken";
+
+/** The message-log reason of a read-aware e-mail that was not sent (docs/broadcasts.md). */
+export const READ_BEFORE_DUE = "read in the inbox before the e-mail was due";
 
 /** Exponential backoff with jitter: attempt n waits between half and all of base·2^(n-1), capped at an hour. */
 function backoffMs(config: Config, attempts: number): number {
@@ -68,9 +72,9 @@ async function openPayload(config: Config, message: MessageRow): Promise<Record<
 export async function dispatchMessage(env: Env, id: string, now = Date.now()): Promise<DispatchOutcome> {
   const config = getConfig(env);
   const db = database(env.DB);
-  if (await readPaused(db)) return "skipped";
+  if (await readPaused(db)) return "not_taken";
   const message = await lease(db, id, now);
-  if (!message) return "skipped";
+  if (!message) return "not_taken";
 
   const [templates, recipients] = await db.batch([
     db.select().from(notificationTemplates).where(eq(notificationTemplates.id, message.templateId)),
@@ -80,6 +84,10 @@ export async function dispatchMessage(env: Env, id: string, now = Date.now()): P
 
   try {
     if (!template) throw new DeliveryError("the template no longer exists", false);
+    if (message.sendIfUnread && !(await stillUnread(env, message))) {
+      await finish(db, message, { status: "skipped", statusReason: READ_BEFORE_DUE, sentAt: null });
+      return "skipped";
+    }
     const payload = await openPayload(config, message).catch(() => {
       // Only a changed SECRET_KEY makes sealed labels unreadable; retrying cannot help.
       throw new DeliveryError("sealed labels could not be opened (was SECRET_KEY changed?)", false);
@@ -120,11 +128,24 @@ export async function dispatchMessage(env: Env, id: string, now = Date.now()): P
   }
 }
 
+/**
+ * Read-aware e-mail (docs/broadcasts.md): asked of the recipient's inbox object when the e-mail falls due, under this
+ * message's lease. The object keeps its first answer, so a retry after a failed send gets "send" again.
+ */
+async function stillUnread(env: Env, message: MessageRow): Promise<boolean> {
+  try {
+    const inbox = env.USER_INBOX.get(env.USER_INBOX.idFromName(message.userId));
+    return (await inbox.emailDecision(message.notificationId)).send;
+  } catch {
+    throw new DeliveryError("the inbox could not say whether the notification was read", true);
+  }
+}
+
 /** The lease holder records the final outcome. A finished message keeps no sealed labels: they were needed only to send. */
 async function finish(
   db: Database,
   message: MessageRow,
-  outcome: { status: "sent" | "permanent_failure" } & Pick<MessageRow, "statusReason" | "sentAt">,
+  outcome: { status: "sent" | "permanent_failure" | "skipped" } & Pick<MessageRow, "statusReason" | "sentAt">,
 ) {
   const { sealed_labels: _dropped, ...payload } = message.payload;
   const { status, ...fields } = outcome;
@@ -162,17 +183,41 @@ export async function deliverInboxNow(
   }
 }
 
+/** Message ids per notifications-queue message, and queue messages per `sendBatch` (the Queues limit is 100 of each). */
+const IDS_PER_QUEUE_MESSAGE = 100;
+const QUEUE_MESSAGES_PER_SEND = 100;
+/** The longest `delaySeconds` Queues accepts; a message due later is left to the cron's re-drive. */
+const MAX_QUEUE_DELAY_S = 86_400;
+
+/**
+ * Puts external messages onto the notifications queue, up to 100 ids per queue message, each delayed until it is
+ * due (`next_retry_after`: a read-aware e-mail waits for its delay).
+ */
+export async function enqueueExternal(env: Env, messages: Pick<MessageRow, "id" | "nextRetryAfter">[], now = Date.now()): Promise<void> {
+  const byDelay = new Map<number, string[]>();
+  for (const m of messages) {
+    const delay = m.nextRetryAfter ? Math.max(0, Math.ceil((Date.parse(m.nextRetryAfter) - now) / 1000)) : 0;
+    if (delay > MAX_QUEUE_DELAY_S) continue;
+    byDelay.set(delay, [...(byDelay.get(delay) ?? []), m.id]);
+  }
+  const queued: MessageSendRequest<NotificationQueueMessage>[] = [];
+  for (const [delaySeconds, ids] of byDelay) {
+    for (let i = 0; i < ids.length; i += IDS_PER_QUEUE_MESSAGE) {
+      queued.push({ body: { messageIds: ids.slice(i, i + IDS_PER_QUEUE_MESSAGE) }, delaySeconds });
+    }
+  }
+  for (let i = 0; i < queued.length; i += QUEUE_MESSAGES_PER_SEND) {
+    await env.NOTIFICATION_QUEUE.sendBatch(queued.slice(i, i + QUEUE_MESSAGES_PER_SEND));
+  }
+}
+
 /**
  * Starts delivery of freshly committed (or re-driven) messages: inbox copies go straight to the user's object, in
  * order, for the lowest latency to watchers; external ones go onto the queue.
  */
-export async function kickMessages(env: Env, messages: Pick<MessageRow, "id" | "method">[], now = Date.now()): Promise<void> {
+export async function kickMessages(env: Env, messages: Pick<MessageRow, "id" | "method" | "nextRetryAfter">[], now = Date.now()): Promise<void> {
   const external = messages.filter((m) => m.method !== "inbox");
-  if (external.length > 0) {
-    for (let i = 0; i < external.length; i += 100) {
-      await env.NOTIFICATION_QUEUE.sendBatch(external.slice(i, i + 100).map((m) => ({ body: { messageId: m.id } })));
-    }
-  }
+  if (external.length > 0) await enqueueExternal(env, external, now);
   for (const message of messages) {
     if (message.method !== "inbox") continue;
     try {

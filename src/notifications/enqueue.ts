@@ -1,7 +1,16 @@
 import { and, eq } from "drizzle-orm";
-import { getConfig } from "../config/config";
+import { getConfig, type Config } from "../config/config";
 import { database } from "../db/client";
-import { notificationMessages, notificationPreferences, notificationTemplates, users, type MessageRow } from "../db/schema";
+import {
+  notificationMessages,
+  notificationPreferences,
+  notificationTemplates,
+  users,
+  type DispatchMethod,
+  type MessageRow,
+  type TemplateRow,
+  type UserRow,
+} from "../db/schema";
 import type { Env } from "../env";
 import type { Background } from "../lib/background";
 import { nowIso, uuidv7 } from "../lib/crypto";
@@ -24,6 +33,53 @@ export interface EnqueueRequest {
 
 /** Version of the payload shape (Coder's `types.MessagePayload`). */
 const PAYLOAD_VERSION = "1.2";
+
+/** The webhook `payload` shape of docs/api.md (Notification delivery), as the message log stores it. */
+export function messagePayload(
+  template: Pick<TemplateRow, "id" | "name">,
+  user: Pick<UserRow, "id" | "email" | "name" | "username">,
+  content: Pick<EnqueueRequest, "labels" | "data" | "targets">,
+): Record<string, unknown> {
+  return {
+    _version: PAYLOAD_VERSION,
+    notification_name: template.name,
+    notification_template_id: template.id,
+    user_id: user.id,
+    user_email: user.email,
+    user_name: user.name,
+    user_username: user.username,
+    actions: [],
+    labels: content.labels ?? {},
+    data: content.data ?? {},
+    targets: content.targets ?? [],
+  };
+}
+
+/**
+ * How a message starts (docs/api.md, Notification delivery): `inhibited` when the user's preference (or the
+ * template's default) turned it off; a `permanent_failure` at once when nothing could ever send it (an e-mail with no
+ * SMTP smarthost: local development, webhook-only setups); otherwise `pending`.
+ */
+export function initialState(
+  config: Config,
+  method: DispatchMethod,
+  disabledBy: "preference" | "default" | undefined,
+): { status: InitialStatus; statusReason: string | null } {
+  if (disabledBy === "preference") return { status: "inhibited", statusReason: "disabled by the user's preference" };
+  if (disabledBy === "default") return { status: "inhibited", statusReason: "template is disabled by default" };
+  if (method === "smtp" && !config.EMAIL_SMARTHOST) {
+    return { status: "permanent_failure", statusReason: "e-mail delivery is not configured (EMAIL_SMARTHOST)" };
+  }
+  return { status: "pending", statusReason: null };
+}
+
+/**
+ * Read-aware e-mail (docs/broadcasts.md) applies to the e-mail copy of a notification that also has an inbox copy,
+ * when a delay is set; webhooks feed machines and go out at once.
+ */
+export function isReadAware(method: DispatchMethod, delayMs: number, hasInboxCopy: boolean): boolean {
+  return method === "smtp" && delayMs > 0 && hasInboxCopy;
+}
 
 /**
  * The one way any producer sends a notification (docs/api.md, Notification delivery): one durable message per method — the template's (or
@@ -52,51 +108,36 @@ export async function enqueueNotification(env: Env, background: Background, requ
   const disabled = !template.mandatory && (preference ? preference.disabled : !template.enabledByDefault);
   const methods = [template.method || config.NOTIFICATIONS_METHOD, ...(template.externalOnly ? [] : ["inbox" as const])];
 
-  const payload: Record<string, unknown> = {
-    _version: PAYLOAD_VERSION,
-    notification_name: template.name,
-    notification_template_id: template.id,
-    user_id: user.id,
-    user_email: user.email,
-    user_name: user.name,
-    user_username: user.username,
-    actions: [],
-    labels: request.labels ?? {},
-    data: request.data ?? {},
-    targets: request.targets ?? [],
-  };
+  const payload = messagePayload(template, user, request);
   if (request.secretLabels && Object.keys(request.secretLabels).length > 0) {
     payload.sealed_labels = await seal(config.SECRET_KEY, request.secretLabels);
   }
 
-  const now = nowIso();
+  const at = Date.now();
+  const now = nowIso(at);
   // v7 ids: the inbox and the re-drive order by (created_at, id), so ties within a millisecond keep creation order.
   const notificationId = uuidv7();
-  const rows: MessageRow[] = methods.map((method) => ({
-    id: uuidv7(),
-    notificationId,
-    templateId: template.id,
-    userId: user.id,
-    method,
-    status: (disabled ? "inhibited" : method === "smtp" && !config.EMAIL_SMARTHOST ? "permanent_failure" : "pending") satisfies InitialStatus,
-    statusReason: disabled
-      ? preference
-        ? "disabled by the user's preference"
-        : "template is disabled by default"
-      : // Recorded at once rather than queued to fail: nothing could send it (local development, webhook-only setups).
-        method === "smtp" && !config.EMAIL_SMARTHOST
-        ? "e-mail delivery is not configured (EMAIL_SMARTHOST)"
-        : null,
-    payload,
-    targets: request.targets ?? [],
-    createdBy: request.createdBy,
-    attempts: 0,
-    nextRetryAfter: null,
-    leasedUntil: null,
-    createdAt: now,
-    updatedAt: now,
-    sentAt: null,
-  }));
+  const rows: MessageRow[] = methods.map((method) => {
+    const readAware = isReadAware(method, template.emailWhenUnreadAfterMs, !template.externalOnly);
+    return {
+      id: uuidv7(),
+      notificationId,
+      templateId: template.id,
+      userId: user.id,
+      method,
+      ...initialState(config, method, disabled ? (preference ? "preference" : "default") : undefined),
+      payload,
+      targets: request.targets ?? [],
+      createdBy: request.createdBy,
+      attempts: 0,
+      nextRetryAfter: readAware ? nowIso(at + template.emailWhenUnreadAfterMs) : null,
+      leasedUntil: null,
+      createdAt: now,
+      updatedAt: now,
+      sentAt: null,
+      sendIfUnread: readAware,
+    };
+  });
   await db.insert(notificationMessages).values(rows);
 
   const pending = rows.filter((r) => r.status === "pending");

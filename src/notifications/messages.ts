@@ -19,4 +19,6 @@ export const NotificationsMessages = {
   templateGivenTwice: "This template id is given twice, with different values.",
   unknownTemplate: "No notification template has this id.",
   mandatoryTemplate: (name: string) => `"${name}" is mandatory and cannot be disabled.`,
+  readAwareSystemOnly: "Read-aware e-mail is set per system template; a broadcast sets its own.",
+  readAwareNeedsInbox: (name: string) => `"${name}" is never delivered to the inbox, so its e-mail cannot wait for the inbox copy to be read.`,
 } as const;

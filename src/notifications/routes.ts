@@ -6,15 +6,16 @@ import { requireAuth } from "../auth/session";
 import { assertCan, assertScope, can } from "../authz/guard";
 import { database } from "../db/client";
 import { notificationMessages, notificationTemplates, type MessageRow, type TemplateRow } from "../db/schema";
-import { ApiError, forbidden, Messages } from "../http/errors";
+import { formatDuration } from "../config/duration";
+import { ApiError, badRequest, forbidden, Messages, notFound } from "../http/errors";
 import type { AppEnv } from "../http/types";
-import { jsonBody, queryParams } from "../http/validate";
+import { jsonBody, pathParams, queryParams } from "../http/validate";
 import { describeRoute, errors, NO_BODY, noPermission } from "../openapi/describe";
 import { ListNotificationMessagesResponse, NotificationMethodsResponse, NotificationTemplate } from "../openapi/responses";
 import { redrive } from "./background";
 import { enqueueNotification } from "./enqueue";
 import { NotificationsMessages } from "./messages";
-import { customNotificationBody, messagesQuery, settingsBody } from "./schemas";
+import { customNotificationBody, messagesQuery, settingsBody, TemplateSettings, templateIdParam, templateSettingsBody } from "./schemas";
 import { readPaused, writePaused } from "./settings";
 import { TEMPLATE_IDS } from "./templates";
 
@@ -31,6 +32,16 @@ export function toTemplateResponse(t: TemplateRow) {
     kind: t.kind,
     enabled_by_default: t.enabledByDefault,
   };
+}
+
+function toSettingsResponse(t: TemplateRow) {
+  return { id: t.id, email_when_unread_after: formatDuration(t.emailWhenUnreadAfterMs) };
+}
+
+async function templateById(c: Context<AppEnv>, id: string): Promise<TemplateRow> {
+  const [template] = await database(c.env.DB).select().from(notificationTemplates).where(eq(notificationTemplates.id, id));
+  if (!template) throw notFound();
+  return template;
 }
 
 function toMessageResponse(m: MessageRow) {
@@ -180,6 +191,61 @@ export const notificationRoutes = new Hono<AppEnv>()
   )
   .get("/notifications/templates/system", describeTemplates("system", "listSystemNotificationTemplates"), requireAuth, (c) =>
     templatesOfKind(c, "system"),
+  )
+  .get(
+    "/notifications/templates/:id/settings",
+    describeRoute({
+      operationId: "getNotificationTemplateSettings",
+      summary: "A template's delivery settings",
+      tags: ["Notifications"],
+      access: "anyone",
+      responses: [{ status: 200, description: "The settings.", schema: TemplateSettings }],
+      errors: errors(noPermission("read notification templates"), { 404: `No template has this id (\`${Messages.notFoundOrNoAccess}\`).` }),
+    }),
+    requireAuth,
+    pathParams(templateIdParam),
+    async (c) => {
+      assertCan(c, "read", { type: "notification_template" });
+      const template = await templateById(c, c.req.valid("param").id);
+      return c.json(toSettingsResponse(template), 200);
+    },
+  )
+  .put(
+    "/notifications/templates/:id/settings",
+    describeRoute({
+      operationId: "updateNotificationTemplateSettings",
+      summary: "Make a system template's e-mail read-aware",
+      description:
+        "Owner only. With `email_when_unread_after` set, the template's e-mail copy waits that long and goes out only if the inbox copy is still unread and not archived then; otherwise the message log records it as `skipped` (docs/broadcasts.md). Applies to messages enqueued afterwards.",
+      tags: ["Notifications"],
+      access: "owner",
+      responses: [{ status: 200, description: "The new settings.", schema: TemplateSettings }],
+      errors: errors(noPermission("update notification templates"), {
+        400: `A custom template (\`${NotificationsMessages.readAwareSystemOnly}\`) or one never delivered to the inbox.`,
+        404: `No template has this id (\`${Messages.notFoundOrNoAccess}\`).`,
+      }),
+    }),
+    requireAuth,
+    pathParams(templateIdParam),
+    jsonBody(templateSettingsBody),
+    async (c) => {
+      assertCan(c, "update", { type: "notification_template" });
+      const template = await templateById(c, c.req.valid("param").id);
+      const delay = c.req.valid("json").email_when_unread_after;
+      if (template.kind !== "system") throw badRequest(NotificationsMessages.readAwareSystemOnly);
+      if (template.externalOnly) throw badRequest(NotificationsMessages.readAwareNeedsInbox(template.name));
+      const db = database(c.env.DB);
+      await db.batch([
+        db.update(notificationTemplates).set({ emailWhenUnreadAfterMs: delay }).where(eq(notificationTemplates.id, template.id)),
+        auditInsert(db, c, {
+          action: "update",
+          resourceType: "notification_template",
+          resourceId: template.id,
+          diff: { email_when_unread_after_ms: { old: template.emailWhenUnreadAfterMs, new: delay } },
+        }),
+      ]);
+      return c.json(toSettingsResponse({ ...template, emailWhenUnreadAfterMs: delay }), 200);
+    },
   )
   .post(
     "/notifications/test",

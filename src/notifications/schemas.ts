@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { named } from "../openapi/registry";
+import { parseDuration } from "../config/duration";
+import { described, named } from "../openapi/registry";
 import { DISPATCH_METHODS, MESSAGE_STATUSES } from "../db/schema";
 import { uuid } from "../http/ids";
 
@@ -7,26 +8,43 @@ const CUSTOM_TITLE_MAX = 120;
 const CUSTOM_MESSAGE_MAX = 2000;
 
 /**
- * `POST /notifications/custom`: at least one of title/message non-empty after trimming; lengths 120 / 2000. The title becomes an e-mail Subject,
- * so it may hold no control character at all (line breaks and tabs included); the message is Markdown and may have
- * line breaks (docs/email.md).
+ * The content of a custom notification or a broadcast: at least one of title/message non-empty after trimming; lengths
+ * 120 / 2000. The title becomes an e-mail Subject, so it may hold no control character at all (line breaks and tabs
+ * included); the message is Markdown and may have line breaks (docs/email.md).
  */
-export const customNotificationBody = named(
-  "CustomNotificationRequest",
+export const notificationContent = z
+  .object({
+    title: z
+      .string()
+      .max(CUSTOM_TITLE_MAX, `title must be at most ${CUSTOM_TITLE_MAX} characters`)
+      .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, "title must not contain control characters such as line breaks or tabs")
+      .default(""),
+    message: z.string().max(CUSTOM_MESSAGE_MAX, `message must be at most ${CUSTOM_MESSAGE_MAX} characters`).default(""),
+  })
+  .refine((c) => c.title.trim() !== "" || c.message.trim() !== "", { message: "provide a non-empty title or message" });
+
+/** `POST /notifications/custom` (N1). */
+export const customNotificationBody = named("CustomNotificationRequest", z.object({ content: notificationContent }));
+
+/** The longest read-aware wait: what one delayed queue message can carry (docs/broadcasts.md). */
+const READ_AWARE_MAX_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * `email_when_unread_after` (docs/broadcasts.md): a duration such as "15m", up to 24 hours; "" (or zero) sends the e-mail at
+ * once. Parsed to milliseconds.
+ */
+export const readAwareDelay = described(
+  'How long the e-mail copy waits for the inbox copy to be read, e.g. `"15m"` (at most `"24h"`); `""` sends it at once.',
   z
-    .object({
-      content: z.object({
-        title: z
-          .string()
-          .max(CUSTOM_TITLE_MAX, `title must be at most ${CUSTOM_TITLE_MAX} characters`)
-          .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, "title must not contain control characters such as line breaks or tabs")
-          .default(""),
-        message: z.string().max(CUSTOM_MESSAGE_MAX, `message must be at most ${CUSTOM_MESSAGE_MAX} characters`).default(""),
-      }),
-    })
-    .refine((b) => b.content.title.trim() !== "" || b.content.message.trim() !== "", {
-      path: ["content"],
-      message: "provide a non-empty title or message",
+    .string()
+    .max(32)
+    .transform((text, ctx) => {
+      const ms = text.trim() === "" ? 0 : parseDuration(text);
+      if (ms === undefined || ms > READ_AWARE_MAX_MS) {
+        ctx.addIssue({ code: "custom", message: 'must be a duration such as "15m", at most "24h", or "" for at once' });
+        return z.NEVER;
+      }
+      return ms;
     }),
 );
 
@@ -52,3 +70,16 @@ export const messagesQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).default(50),
   offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
 });
+
+/** `GET|PUT /notifications/templates/{id}/settings` (docs/broadcasts.md, "Read-aware e-mail"). */
+export const templateSettingsBody = named("NotificationTemplateSettingsRequest", z.object({ email_when_unread_after: readAwareDelay }));
+
+export const TemplateSettings = named(
+  "NotificationTemplateSettings",
+  z.strictObject({
+    id: z.uuid(),
+    email_when_unread_after: described('The wait, e.g. `"15m"`; `""` when the e-mail goes out at once.', z.string()),
+  }),
+);
+
+export const templateIdParam = z.strictObject({ id: uuid });

@@ -20,16 +20,21 @@ export type InitialStatus = (typeof INITIAL_STATUSES)[number];
  *   the dead-letter queue gave up on it before any consumer could lease it;
  * - leased → sent / temporary_failure / permanent_failure: the holder records the outcome (or the cron finds the
  *   lease expired and makes it retryable);
- * - temporary_failure → leased: the retry is taken; → permanent_failure: the dead-letter queue gave up on it.
+ * - temporary_failure → leased: the retry is taken; → permanent_failure: the dead-letter queue gave up on it;
+ * - leased → skipped: a read-aware e-mail fell due after its inbox copy was read or archived (docs/broadcasts.md).
  */
 export const DELIVERY_TRANSITIONS = {
   pending: ["leased", "sent", "permanent_failure"],
-  leased: ["sent", "temporary_failure", "permanent_failure"],
+  leased: ["sent", "temporary_failure", "permanent_failure", "skipped"],
   temporary_failure: ["leased", "permanent_failure"],
   sent: [],
   permanent_failure: [],
   inhibited: [],
+  skipped: [],
 } as const satisfies Record<MessageStatus, readonly MessageStatus[]>;
+
+/** Where a message's delivery ends: nothing moves it on (the cron purges these after 7 days). */
+export const FINISHED_STATUSES = ["sent", "permanent_failure", "inhibited", "skipped"] as const satisfies readonly MessageStatus[];
 
 /** The statuses from which a message may move to `To`. */
 export type SourceOf<To extends MessageStatus> = {

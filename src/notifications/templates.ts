@@ -2,6 +2,7 @@
 export const TEMPLATE_IDS = {
   test: "c425f63e-716a-4bf4-ae24-78348f706c3f",
   custom: "39b1e189-c857-4b0c-877a-511144c18516",
+  broadcast: "e9b4efe4-cf44-4038-8d36-187f0011cb5f",
   oneTimePasscode: "62f86a30-2330-4b61-a26d-311ff3b608cf",
   userCreated: "4e19c0ac-94e1-4532-9515-d1801aa283b2",
   userDeleted: "f44d9314-ad03-4bc8-95d0-5cad491da6b6",

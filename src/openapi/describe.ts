@@ -20,9 +20,10 @@ type Tag =
   | "API keys"
   | "Inbox"
   | "Notifications"
-  | "Notification preferences";
+  | "Notification preferences"
+  | "Broadcasts";
 
-type SuccessStatus = 101 | 200 | 201 | 204 | 302 | 304;
+type SuccessStatus = 101 | 200 | 201 | 202 | 204 | 302 | 304;
 export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500 | 502;
 /** Documented error statuses of a route, each with the conditions that produce it. */
 export type Errors = Partial<Record<ErrorStatus, string>>;
@@ -80,7 +81,7 @@ export type Documented = MiddlewareHandler<AppEnv> & { [ROUTE_DOC]: RouteDoc };
 
 /** Where a validator reads from, and with which schema. */
 export interface ValidatorDoc {
-  target: "json" | "query" | "param";
+  target: "json" | "query" | "param" | "header";
   schema: z.ZodType;
   /** The message of this validator's 400 when it is not the usual `Validation failed.`. */
   invalidMessage?: string;

@@ -91,11 +91,12 @@ interface Operation {
   crossSiteRefused: boolean;
   pathParams: z.ZodType | undefined;
   query: z.ZodType | undefined;
+  headers: z.ZodType | undefined;
   body: z.ZodType | undefined;
 }
 
 function schemasOf(op: Operation): z.ZodType[] {
-  const out = [op.pathParams, op.query, op.body, ...op.doc.responses.map((r) => r.schema)];
+  const out = [op.pathParams, op.query, op.headers, op.body, ...op.doc.responses.map((r) => r.schema)];
   return out.filter((s): s is z.ZodType => s !== undefined);
 }
 
@@ -107,6 +108,7 @@ function impliedErrors(op: Operation): Errors {
   return errors(
     op.body ? { 400: `The body is not JSON (\`${Messages.badJson}\`) or fails validation (\`${Messages.validation}\` with one \`validations\` entry per bad field).` } : {},
     op.query ? { 400: `A query parameter is invalid or unknown (\`${Messages.validation}\` with \`validations\`).` } : {},
+    op.headers ? { 400: `A header parameter is malformed (\`${Messages.validation}\` with \`validations\`).` } : {},
     op.pathParams && op.doc.pathParams === undefined ? { 400: `A path parameter is malformed (\`${Messages.validation}\` with \`validations\`).` } : {},
     op.authenticated ? { 401: AUTH_401 } : {},
     op.authenticated ? { 403: "The credential's scopes (an API token made with `scopes`) do not allow this." } : {},
@@ -116,7 +118,7 @@ function impliedErrors(op: Operation): Errors {
   );
 }
 
-function parameters(op: Operation, where: "path" | "query", schema: JsonSchema | undefined): ParameterObject[] {
+function parameters(op: Operation, where: "path" | "query" | "header", schema: JsonSchema | undefined): ParameterObject[] {
   if (!schema) return [];
   if (schema.type !== "object" || typeof schema.properties !== "object" || schema.properties === null) {
     throw new Error(`${op.operationId}: ${where} parameters must be a zod object`);
@@ -127,7 +129,8 @@ function parameters(op: Operation, where: "path" | "query", schema: JsonSchema |
     const { description: fromSchema, ...rest } = property;
     const description = op.doc.paramDocs?.[name] ?? (typeof fromSchema === "string" ? fromSchema : undefined);
     return {
-      name,
+      // Hono hands headers to the validator in lower case; the document names them as clients write them.
+      name: where === "header" ? name.replace(/(^|-)([a-z])/g, (_, dash: string, ch: string) => dash + ch.toUpperCase()) : name,
       in: where,
       required: where === "path" || required.has(name),
       ...(description ? { description } : {}),
@@ -158,7 +161,11 @@ function operationObject(op: Operation, converted: Map<z.ZodType, JsonSchema>): 
   if (JSON.stringify(templated) !== JSON.stringify(pathParams.map((p) => p.name).sort())) {
     throw new Error(`${op.operationId}: path parameters do not match ${op.path}`);
   }
-  const params = [...pathParams, ...parameters(op, "query", op.query && converted.get(op.query))];
+  const params = [
+    ...pathParams,
+    ...parameters(op, "query", op.query && converted.get(op.query)),
+    ...parameters(op, "header", op.headers && converted.get(op.headers)),
+  ];
   for (const name of Object.keys(op.doc.paramDocs ?? {})) {
     if (!params.some((p) => p.name === name)) throw new Error(`${op.operationId}: paramDocs names unknown parameter ${name}`);
   }
@@ -233,6 +240,7 @@ export function operationsOf(routes: readonly RouterRoute[]): Operation[] {
         crossSiteRefused: handlers.includes(refuseCrossSite as Handler),
         pathParams: validated("param") ?? doc.pathParams,
         query: validated("query") ?? doc.query,
+        headers: validated("header"),
         body: validated("json"),
       });
     }
@@ -320,6 +328,7 @@ export function buildOpenApiDocument(routes: readonly RouterRoute[], options: Do
       { name: "Inbox", description: "The caller's inbox: list, watch, read state." },
       { name: "Notifications", description: "Sending, dispatch methods, the notifier setting, templates and the delivery log." },
       { name: "Notification preferences", description: "Per-user template preferences." },
+      { name: "Broadcasts", description: "One notification to many inboxes, fanned out through the queue (docs/broadcasts.md)." },
     ],
     paths,
     components: {

@@ -4,6 +4,7 @@ import type { InboxNotification as InboxNotificationType } from "../inbox/model"
 import type { InboxCounts } from "../inbox/user-inbox";
 import type { toTemplateResponse } from "../notifications/routes";
 import type { UserResponse } from "../users/service";
+import { DISPATCH_METHODS, MESSAGE_STATUSES } from "../db/schema";
 import { described, named } from "./registry";
 
 /**
@@ -12,7 +13,7 @@ import { described, named } from "./registry";
  * the end of this file keep the two in step (same keys, and the code's values fit the documented ones).
  */
 
-const timestamp = described("RFC 3339 UTC timestamp with milliseconds.", z.iso.datetime());
+export const timestamp = described("RFC 3339 UTC timestamp with milliseconds.", z.iso.datetime());
 const uuid = z.uuid();
 const count = z.number().int().min(0);
 
@@ -196,8 +197,8 @@ const NotificationMessage = named(
     notification_id: uuid,
     template_id: uuid,
     user_id: uuid,
-    method: z.enum(["smtp", "webhook", "inbox"]),
-    status: z.enum(["pending", "leased", "sent", "temporary_failure", "permanent_failure", "inhibited"]),
+    method: z.enum(DISPATCH_METHODS),
+    status: z.enum(MESSAGE_STATUSES),
     status_reason: z.string(),
     attempts: count,
     created_by: z.string(),

@@ -21,6 +21,8 @@ const SITE_GRANTS: Record<"user-admin" | "auditor" | "member", string[]> = {
     "user:create", "user:read", "user:update", "user:delete", "user:read_personal", "user:update_personal",
     "assign_role:assign", "assign_role:unassign", "assign_role:read",
     "notification_template:read", "organization:read",
+    // Broadcasts (SPEC §9.3): owners and user admins.
+    "notification_broadcast:create", "notification_broadcast:read",
     "organization_member:create", "organization_member:read", "organization_member:update", "organization_member:delete",
   ],
   auditor: [

@@ -183,6 +183,20 @@ describe("every endpoint over real HTTP", () => {
     expect((await owner.users[":user"].roles.$put({ param: { user: temp.id }, json: { roles: ["auditor"] } })).status).toBe(200);
     expect((await owner.users[":user"].status[":status{suspend|activate}"].$put({ param: { user: temp.id, status: "suspend" } })).status).toBe(200);
     expect((await owner.users[":user"].status[":status{suspend|activate}"].$put({ param: { user: temp.id, status: "activate" } })).status).toBe(200);
+
+    // A broadcast to the temporary user, through the typed client and the real local queue (docs/broadcasts.md);
+    // the same Idempotency-Key answers the same broadcast.
+    const broadcastBody = { audience: { user_ids: [temp.id] }, content: { title: "Story broadcast", message: "" } };
+    const posted = await owner.notifications.broadcasts.$post({ json: broadcastBody, header: { "idempotency-key": "story-1" } });
+    expect(posted.status).toBe(202);
+    const broadcast = await posted.json();
+    expect(broadcast.recipients).toBe(1);
+    expect(await (await owner.notifications.broadcasts.$post({ json: broadcastBody, header: { "idempotency-key": "story-1" } })).json()).toEqual(broadcast);
+    const done = await waitFor(async () => {
+      const progress = await (await owner.notifications.broadcasts[":id"].$get({ param: { id: broadcast.id } })).json();
+      return progress.completed_at ? progress : undefined;
+    });
+    expect(done).toMatchObject({ recipients: 1, delivered: 1, failed: 0, pending: 0 });
     const token = await owner.users[":user"].keys.tokens.$post({ param: { user: "me" }, json: { token_name: "e2e", scopes: ["user:read"] } });
     const { key } = (await token.json()) as { key: string };
     expect((await owner.users[":user"].keys.tokens.$get({ param: { user: "me" } })).status).toBe(200);
@@ -201,7 +215,8 @@ describe("every endpoint over real HTTP", () => {
     expect(await (await owner.notifications.settings.$get()).json()).toEqual({ notifier_paused: false });
     expect((await owner.notifications.settings.$put({ json: { notifier_paused: false } })).status).toBe(304);
     expect((await (await owner.notifications.templates.system.$get()).json()).length).toBe(10);
-    expect((await (await owner.notifications.templates.custom.$get()).json()).length).toBe(1);
+    // Custom Notification (N1's) and Broadcast (docs/broadcasts.md).
+    expect((await (await owner.notifications.templates.custom.$get()).json()).length).toBe(2);
     expect((await owner.users[":user"].notifications.preferences.$get({ param: { user: "me" } })).status).toBe(200);
     expect((await owner.users[":user"].notifications.preferences.$put({ param: { user: "me" }, json: { template_disabled_map: {} } })).status).toBe(200);
 

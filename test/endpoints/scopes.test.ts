@@ -73,6 +73,15 @@ const ROUTES: Record<string, Request> = {
   "GET /api/v2/notifications/templates/system": { method: "GET", path: () => "/notifications/templates/system" },
   "POST /api/v2/notifications/test": { method: "POST", path: () => "/notifications/test" },
   "GET /api/v2/notifications/messages": { method: "GET", path: () => "/notifications/messages" },
+  "GET /api/v2/notifications/templates/{id}/settings": { method: "GET", path: () => `/notifications/templates/${TEMPLATE_IDS.test}/settings` },
+  "PUT /api/v2/notifications/templates/{id}/settings": {
+    method: "PUT",
+    path: () => `/notifications/templates/${TEMPLATE_IDS.test}/settings`,
+    body: () => ({ email_when_unread_after: "" }),
+  },
+  "POST /api/v2/notifications/broadcasts": { method: "POST", path: () => "/notifications/broadcasts", body: () => ({ audience: { user_ids: [fx.member.id] }, content: { title: "scoped" } }) },
+  // The permission is checked before the lookup, so any id shows the refusal.
+  "GET /api/v2/notifications/broadcasts/{id}": { method: "GET", path: () => `/notifications/broadcasts/${crypto.randomUUID()}` },
   "GET /api/v2/users/{user}/notifications/preferences": { method: "GET", path: () => "/users/me/notifications/preferences" },
   "PUT /api/v2/users/{user}/notifications/preferences": {
     method: "PUT",

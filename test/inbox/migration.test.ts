@@ -9,8 +9,9 @@ import { describe, expect, it } from "vitest";
 import { createUser } from "../helpers";
 import { deliver, inbox, list, TEMPLATE_A, TEMPLATE_B } from "./inbox-helpers";
 
-/** The schema as 0000_inbox.sql left it, with the rows and the unread counter it kept. */
+/** The schema as 0000_inbox.sql left it, with the rows and the unread counter it kept (later migrations undone too). */
 const BACK_TO_0000 = [
+  "DROP TABLE email_decisions",
   "DROP INDEX inbox_visible",
   "DROP INDEX inbox_snoozed",
   "ALTER TABLE inbox_notifications DROP COLUMN archived_at",
@@ -18,7 +19,7 @@ const BACK_TO_0000 = [
   "DROP TABLE inbox_events",
   "DROP TABLE inbox_template_counts",
   "DELETE FROM inbox_counters WHERE name <> 'unread'",
-  "DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)",
+  "DELETE FROM __drizzle_migrations WHERE created_at > (SELECT min(created_at) FROM __drizzle_migrations)",
 ];
 
 describe("an inbox from before item states", () => {

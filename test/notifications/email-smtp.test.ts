@@ -46,6 +46,7 @@ function messageRow(id = uuidv7()): MessageRow {
     createdAt: now,
     updatedAt: now,
     sentAt: null,
+    sendIfUnread: false,
   };
 }
 

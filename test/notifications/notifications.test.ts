@@ -40,12 +40,17 @@ describe("N9 / N10 templates", () => {
     expect(system.map((t) => t.name)).toEqual([...system.map((t) => t.name)].sort());
     expect(system).toHaveLength(10);
     const ids = system.map((t) => t.id);
-    for (const id of Object.values(TEMPLATE_IDS).filter((id) => id !== TEMPLATE_IDS.custom)) expect(ids).toContain(id);
+    const customIds: string[] = [TEMPLATE_IDS.custom, TEMPLATE_IDS.broadcast];
+    for (const id of Object.values(TEMPLATE_IDS).filter((id) => !customIds.includes(id))) expect(ids).toContain(id);
     const test = system.find((t) => t.id === TEMPLATE_IDS.test);
     expect(test).toMatchObject({ name: "Test Notification", group: "Notification Events", method: "", kind: "system", enabled_by_default: true });
     expect(Array.isArray(JSON.parse(test?.actions ?? "null"))).toBe(true);
     const custom = await json<Template[]>(await call("GET", "/notifications/templates/custom", { token: user.token }));
-    expect(custom.map((t) => [t.id, t.kind, t.group])).toEqual([[TEMPLATE_IDS.custom, "custom", "Custom Events"]]);
+    // By name: the Broadcast template (docs/broadcasts.md) and N1's.
+    expect(custom.map((t) => [t.id, t.kind, t.group])).toEqual([
+      [TEMPLATE_IDS.broadcast, "custom", "Custom Events"],
+      [TEMPLATE_IDS.custom, "custom", "Custom Events"],
+    ]);
   });
 });
 

@@ -29,6 +29,7 @@ const template = (over: Partial<TemplateRow> = {}): TemplateRow => ({
   enabledByDefault: true,
   mandatory: false,
   externalOnly: false,
+  emailWhenUnreadAfterMs: 0,
   ...over,
 });
 

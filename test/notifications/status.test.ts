@@ -11,7 +11,7 @@ import { MESSAGE_STATUSES, notificationMessages, type MessageRow, type MessageSt
 import { DELIVERY_TRANSITIONS, INITIAL_STATUSES, moveMessages, sourcesOf } from "../../src/notifications/status";
 import { TEMPLATE_IDS } from "../../src/notifications/templates";
 
-const FINISHED: MessageStatus[] = ["sent", "permanent_failure", "inhibited"];
+const FINISHED: MessageStatus[] = ["sent", "permanent_failure", "inhibited", "skipped"];
 const exits = (from: MessageStatus): readonly MessageStatus[] => DELIVERY_TRANSITIONS[from];
 
 /** Every status reachable from `start` by allowed moves (including itself). */
@@ -56,6 +56,11 @@ describe("the transition table", () => {
     expect(sourcesOf("leased").sort()).toEqual(["pending", "temporary_failure"]);
     expect(sourcesOf("inhibited")).toEqual([]);
   });
+
+  it("skips only a leased read-aware e-mail: the decision is taken under the lease (docs/broadcasts.md)", () => {
+    expect(sourcesOf("skipped")).toEqual(["leased"]);
+    expect(exits("skipped")).toEqual([]);
+  });
 });
 
 describe("moveMessages", () => {
@@ -80,6 +85,7 @@ describe("moveMessages", () => {
       createdAt: now,
       updatedAt: now,
       sentAt: null,
+      sendIfUnread: false,
     };
     await db.insert(notificationMessages).values(row);
     return row.id;

@@ -1,0 +1,54 @@
+import { Hono } from "hono";
+import { requireAuth } from "../auth/session";
+import { assertCan } from "../authz/guard";
+import { database } from "../db/client";
+import { notFound } from "../http/errors";
+import type { AppEnv } from "../http/types";
+import { headerParams, jsonBody, pathParams } from "../http/validate";
+import { describeRoute, noPermission } from "../openapi/describe";
+import { BroadcastCreated, BroadcastProgress, broadcastIdParam, createBroadcastBody, idempotencyHeader } from "./schemas";
+import { broadcastProgress, createBroadcast } from "./service";
+
+/** Broadcasts (docs/broadcasts.md): one notification to many inboxes, and its progress. */
+export const broadcastRoutes = new Hono<AppEnv>()
+  .post(
+    "/notifications/broadcasts",
+    describeRoute({
+      operationId: "createBroadcast",
+      summary: "Send a notification to an audience",
+      description:
+        "Answers once the audience is counted and the broadcast stored; the fan-out runs on the queue. Each recipient gets exactly one inbox item and the e-mail/webhook copy their preferences for the Broadcast template allow. With `email_when_unread_after`, the e-mail waits that long and is sent only if the inbox item is still unread and not archived (otherwise the message log records it as `skipped`).",
+      tags: ["Broadcasts"],
+      access: "user-admin",
+      responses: [{ status: 202, description: "Accepted: the broadcast's id and the recipients counted.", schema: BroadcastCreated }],
+      errors: noPermission("send broadcasts"),
+    }),
+    requireAuth,
+    headerParams(idempotencyHeader),
+    jsonBody(createBroadcastBody),
+    async (c) => {
+      assertCan(c, "create", { type: "notification_broadcast" });
+      const created = await createBroadcast(c, c.req.valid("json"), c.req.valid("header")["idempotency-key"]);
+      return c.json(created, 202);
+    },
+  )
+  .get(
+    "/notifications/broadcasts/:id",
+    describeRoute({
+      operationId: "getBroadcast",
+      summary: "A broadcast's progress",
+      description: "`pending` reaches 0 and `completed_at` is set once every recipient's inbox copy is stored or has failed for good.",
+      tags: ["Broadcasts"],
+      access: "user-admin",
+      responses: [{ status: 200, description: "The progress.", schema: BroadcastProgress }],
+      errors: { ...noPermission("read broadcasts"), 404: "No broadcast has this id." },
+    }),
+    requireAuth,
+    pathParams(broadcastIdParam),
+    async (c) => {
+      assertCan(c, "read", { type: "notification_broadcast" });
+      const progress = await broadcastProgress(database(c.env.DB), c.req.valid("param").id);
+      if (!progress) throw notFound();
+      return c.json(progress, 200);
+    },
+  );
