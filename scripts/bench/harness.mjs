@@ -95,7 +95,10 @@ const TRIVIAL_WORKER = 'export default { fetch() { return new Response("ok") } }
  * Node→workerd round trip per notification). The GET routes are cost probes for the report: the bare price of one
  * D1 point read, of one D1 batch shaped like authentication's, of one RPC to a user's inbox object (a point read),
  * and of the inbox list RPC answered as JSON (the inbox route without authentication), each in a handler that does
- * nothing else; `/env` tells whether the runtime hands every request the same `env` object.
+ * nothing else; `/env` tells whether the runtime hands every request the same `env` object. For the broadcast figure
+ * (broadcast.mjs): `POST /seed-users` inserts users straight into D1, `POST /deliver-distinct` times one `deliver` into
+ * each of many new inbox objects (the raw rate), `POST /template-copies` asks every recipient's object how many items
+ * of a template it holds.
  */
 const HELPER_WORKER = `
 const envs = new WeakSet();
@@ -136,6 +139,14 @@ export default {
       }
       case "/seed":
         return seed(await request.json(), env);
+      case "/seed-users":
+        return seedUsers(await request.json(), env);
+      case "/deliver-distinct":
+        return deliverDistinct(await request.json(), env);
+      case "/audience-all":
+        return audienceAll(await request.json(), env);
+      case "/template-copies":
+        return templateCopies(await request.json(), env);
     }
     return new Response("not found", { status: 404 });
   },
@@ -158,6 +169,104 @@ async function seed({ userId, from, count, parallel, baseTime, templateId, templ
     for (const r of await Promise.all(batch)) if (r.stored) stored++;
   }
   return Response.json({ stored });
+}
+/** Runs fn over items with at most parallel in flight, each finished one making room for the next (a sliding window). */
+async function pool(items, parallel, fn) {
+  let next = 0;
+  const lanes = [];
+  for (let k = 0; k < Math.min(parallel, items.length); k++) {
+    lanes.push((async () => {
+      while (next < items.length) {
+        const i = next++;
+        await fn(items[i], i);
+      }
+    })());
+  }
+  await Promise.all(lanes);
+}
+/**
+ * count users straight into D1 (no password hashing): random v4 ids, unique e-mails and usernames
+ * (prefix + index), active, not system, created at createdAt. A few INSERT … SELECT … FROM json_each(?) in one batch.
+ */
+async function seedUsers({ count, prefix, createdAt, perStatement = 2500 }, env) {
+  const started = Date.now();
+  const statements = [];
+  for (let from = 0; from < count; from += perStatement) {
+    const ids = [];
+    for (let i = from; i < Math.min(from + perStatement, count); i++) ids.push(crypto.randomUUID());
+    statements.push(env.DB.prepare(
+      "INSERT INTO users (id, email, username, name, hashed_password, login_type, status, roles, is_system, deleted, created_at, updated_at, last_seen_at) " +
+      "SELECT value, ? || (? + key) || '@bench.example.com', ? || (? + key), '', NULL, 'none', 'active', '[]', 0, 0, ?, ?, NULL FROM json_each(?)"
+    ).bind(prefix, from, prefix, from, createdAt, createdAt, JSON.stringify(ids)));
+  }
+  const results = await env.DB.batch(statements);
+  const inserted = results.reduce((sum, r) => sum + (r.meta?.changes ?? 0), 0);
+  return Response.json({ inserted, statements: statements.length, ms: Date.now() - started });
+}
+/**
+ * The raw rate a broadcast is compared with: one deliver into each of count inbox objects that do not exist yet
+ * (fresh user ids, not users), parallel in flight, with the item a broadcast delivers (same template, shape, size).
+ */
+async function deliverDistinct({ count, parallel, templateId, templateGroup, title, content, createdAt }, env) {
+  // One request keeps every object it reached open until it ends (3 file descriptors each): callers send a consumer
+  // invocation's worth (1,000) per request.
+  const userIds = [];
+  for (let i = 0; i < count; i++) userIds.push(crypto.randomUUID());
+  let stored = 0;
+  let failed = 0;
+  let lastError;
+  const started = Date.now();
+  await pool(userIds, parallel, async (userId) => {
+    try {
+      const r = await env.USER_INBOX.get(env.USER_INBOX.idFromName(userId)).deliver({
+        id: crypto.randomUUID(), userId, templateId, templateGroup, targets: [], title, content, icon: "", actions: [], createdAt,
+      });
+      if (r.stored) stored++;
+    } catch (error) {
+      failed++;
+      lastError = String(error && error.message || error);
+    }
+  });
+  return Response.json({ stored, failed, lastError, ms: Date.now() - started });
+}
+/**
+ * The users a broadcast to everyone reaches, read from D1 here, not from Herald: active, not deleted, not system,
+ * created no later than createdAt.
+ */
+async function audienceAll({ createdAt }, env) {
+  const { results } = await env.DB.prepare(
+    "SELECT id FROM users WHERE status = 'active' AND deleted = 0 AND is_system = 0 AND created_at <= ? ORDER BY id"
+  ).bind(createdAt).all();
+  return Response.json(results.map((r) => r.id));
+}
+/**
+ * For each of userIds, how many items of templateId its inbox object holds (its counts() RPC, by_template),
+ * parallel in flight: how many hold 0, exactly 1, more.
+ */
+async function templateCopies({ templateId, userIds, parallel = 50 }, env) {
+  const started = Date.now();
+  const results = userIds.map((id) => ({ id }));
+  const histogram = {};
+  const zero = [];
+  const more = [];
+  let errors = 0;
+  let lastError;
+  await pool(results, parallel, async ({ id }) => {
+    try {
+      const counts = await env.USER_INBOX.get(env.USER_INBOX.idFromName(id)).counts();
+      const n = counts.by_template.find((t) => t.template_id === templateId)?.total ?? 0;
+      histogram[n] = (histogram[n] ?? 0) + 1;
+      if (n === 0) zero.push(id);
+      if (n > 1) more.push(id);
+    } catch (error) {
+      errors++;
+      lastError = String(error && error.message || error);
+    }
+  });
+  return Response.json({
+    checked: results.length, exactlyOne: histogram[1] ?? 0, zero: zero.length, more: more.length, errors, lastError,
+    histogram, zeroSample: zero.slice(0, 5), moreSample: more.slice(0, 5), ms: Date.now() - started,
+  });
 }`;
 
 /** Runs a wrangler API call without its "Using secrets defined in .dev.vars" chatter (those vars are dropped anyway). */

@@ -13,6 +13,7 @@ const fmt = (value, unit) => {
   if (unit === "x") return `${value.toFixed(2)}×`;
   if (unit === "KiB") return `${value.toFixed(1)} KiB`;
   if (unit === "/s") return `${Math.round(value).toLocaleString("en-US")}/s`;
+  if (unit === "count") return value.toLocaleString("en-US");
   return `${value} ${unit}`;
 };
 

@@ -11,6 +11,7 @@ import { interleavedLatency, interleavedSamples, latency, resumeLatency, sequent
 import { mannWhitney } from "./stats.mjs";
 import { codeInfo, loadAverage, machineInfo, printTable, writeResults } from "./report.mjs";
 import { deliverThroughObject, growInboxOffline, objectFile } from "./seed.mjs";
+import { RPCS_IN_FLIGHT, broadcastBench } from "./broadcast.mjs";
 
 const num = (name, fallback) => (process.env[name] ? Number(process.env[name]) : fallback);
 const settings = {
@@ -27,6 +28,7 @@ const settings = {
   listedInbox: 25,
   realDeliveries: num("BENCH_REAL_DELIVERIES", 1000),
   authChecks: 100,
+  broadcastUsers: num("BENCH_BROADCAST_USERS", 10_000),
 };
 const diagnostics = {
   withoutQueueConsumer: process.env.BENCH_WITHOUT_QUEUE_CONSUMER === "1",
@@ -339,6 +341,21 @@ async function main() {
     });
     client.close();
     details.latency = lat;
+
+    // --- broadcast (last: it adds 10,000 users and 20,000 inbox objects, which nothing above should see) ---
+    if (diagnostics.withoutQueueConsumer) {
+      notes.push("The broadcast was not measured: without the queue consumer (BENCH_WITHOUT_QUEUE_CONSUMER=1) its fan-out never runs.");
+    } else {
+      details.broadcast = await attempt("broadcast", async () => {
+        log(`broadcast: ${settings.broadcastUsers.toLocaleString("en-US")} users seeded into D1, the raw deliver rate into as many new inboxes, then one broadcast to all`);
+        const bcClient = sequentialClient(base);
+        try {
+          return await broadcastBench({ helperUrl, client: bcClient, owner: ada, users: settings.broadcastUsers, log });
+        } finally {
+          bcClient.close();
+        }
+      });
+    }
     for (const [group, set] of Object.entries(lat)) {
       for (const [name, r] of Object.entries(set ?? {})) {
         if (r && typeof r === "object" && r.bad > 0) notes.push(`${group}.${name}: ${r.bad} unexpected statuses (last: ${r.lastBad})`);
@@ -408,6 +425,16 @@ async function main() {
     const gzipKiB = env.size.gzipKiB ?? env.gz.gzipKiB;
     row("bundle_gzip", `bundle, gzip (${env.size.gzipKiB === undefined ? "own gzip of the modules" : "wrangler's report"})`, () => gzipKiB, "KiB", "≤ 500 KiB", (v) => v <= 500);
     row("deliver_rate", "deliver RPC into one inbox (seeding, context)", () => env.realDeliveries.perSecond, "/s");
+    const bc = details.broadcast;
+    const bcUsers = settings.broadcastUsers.toLocaleString("en-US");
+    row("deliver_distinct_rate", `deliver RPC into ${bcUsers} new inboxes, ${RPCS_IN_FLIGHT} in flight (raw rate)`, () => bc.raw.perSecond, "/s");
+    row("broadcast_recipients", `broadcast to all: recipients (${bcUsers} seeded + the bench's users)`, () => bc.recipients, "count");
+    row("broadcast_10k_ms", "  … 202 → GET shows completed_at", () => bc.ms, "ms");
+    row("broadcast_server_ms", "  … completed_at − created_at (server side)", () => bc.serverMs, "ms");
+    row("broadcast_rate", "  … deliveries/s (recipients / time to completed_at)", () => bc.perSecond, "/s");
+    row("broadcast_vs_deliver", "  … vs the raw deliver RPC rate", () => bc.ratio, "%", "≥ 50% of raw deliver", (v) => v >= 0.5);
+    row("broadcast_delivered", "  … GET: delivered (failed must be 0)", () => bc.final.delivered, "count", "= recipients, 0 failed", (v) => v === bc.recipients && bc.final.failed === 0);
+    row("broadcast_exact_copies", "  … recipients whose inbox holds exactly 1 copy", () => bc.copies.exactlyOne, "count", "all; none 0 or > 1", (v) => v === bc.recipients && bc.copies.checked === bc.recipients && bc.copies.zero === 0 && bc.copies.more === 0 && bc.copies.errors === 0);
     printTable(rows);
 
     notes.push(
@@ -420,6 +447,13 @@ async function main() {
     if (details.envIdentity) {
       const { newEnv, sameEnv } = details.envIdentity;
       notes.push(`The runtime handed ${newEnv === 1 ? "the same env object to every request" : `${newEnv} distinct env objects to ${newEnv + sameEnv} requests`} (checked in the helper Worker): per-isolate caches keyed on env hold.`);
+    }
+    if (bc) {
+      const c = bc.copies;
+      notes.push(
+        `Broadcast: ${bc.seeded.inserted.toLocaleString("en-US")} users inserted straight into D1 (${bc.seeded.statements} INSERT … SELECT … FROM json_each statements, no password hashing). Raw rate: the helper Worker made one deliver RPC into each of ${bc.raw.stored.toLocaleString("en-US")} new inbox objects (fresh ids, not the recipients), ${RPCS_IN_FLIGHT} in flight, 1,000 per request, ${bc.raw.before.stored.toLocaleString("en-US")} before the broadcast (${Math.round(bc.raw.before.perSecond)}/s) and ${bc.raw.after.stored.toLocaleString("en-US")} after it (${Math.round(bc.raw.after.perSecond)}/s), ${(bc.raw.ms / 1000).toFixed(2)} s in all. Then POST /notifications/broadcasts {"audience":{"all":true}} as the owner (202 in ${bc.post.ms.toFixed(1)} ms, ${bc.recipients.toLocaleString("en-US")} recipients), timed from the 202 until GET /notifications/broadcasts/{id} showed completed_at, polled every ${bc.pollMs} ms (${bc.polls} polls); GET then said delivered ${bc.final.delivered}, failed ${bc.final.failed}, pending ${bc.final.pending}.`,
+        `Broadcast copies: ${c.checked.toLocaleString("en-US")} recipients (read from D1 by the helper: active, not deleted, not system, created by the broadcast's created_at) asked through counts(): ${c.exactlyOne.toLocaleString("en-US")} hold exactly 1 item of the Broadcast template, ${c.zero} hold none, ${c.more} more than 1${c.errors ? `, ${c.errors} RPCs failed (${c.lastError})` : ""}${c.zero || c.more ? ` (e.g. ${[...c.zeroSample, ...c.moreSample].join(", ")})` : ""}.`,
+      );
     }
     if (diagnostics.withoutQueueConsumer) notes.push("DIAGNOSTIC RUN: the queue consumer was not registered (BENCH_WITHOUT_QUEUE_CONSUMER=1); e-mail copies stayed queued.");
     if (diagnostics.tmpdir) notes.push(`DIAGNOSTIC RUN: state lived under BENCH_TMPDIR=${diagnostics.tmpdir}.`);

@@ -298,6 +298,28 @@ describe("exactly once under redelivery and consumer failure (SPEC §9.3)", () =
     expect(done.completed_at).not.toBeNull();
   });
 
+  it("one consumer batch spanning broadcasts: each message is acked or retried on its own", async () => {
+    const [a, b, c] = [await createUser(), await createUser(), await createUser()];
+    const [firstTitle, secondTitle] = [uniqueTitle(), uniqueTitle()];
+    const first = await storedBroadcast([a, b], firstTitle, { resolved: true });
+    const second = await storedBroadcast([c], secondTitle, { resolved: true });
+    const batch = createMessageBatch<BroadcastQueueMessage>(BROADCAST_QUEUE, [
+      { id: "x", timestamp: new Date(), attempts: 1, body: { deliver: first, batch: "0:first", userIds: [a.id, b.id] } },
+      { id: "y", timestamp: new Date(), attempts: 1, body: { deliver: second, batch: "0:first", userIds: [c.id] } },
+    ]);
+    await handleBroadcastQueue(batch, { ...env, USER_INBOX: failingFor(new Set([b.id])) });
+    const result = await getQueueResult(batch, createExecutionContext());
+    expect(result.explicitAcks).toEqual(["y"]);
+    expect(result.retryMessages.map((m) => m.msgId)).toEqual(["x"]);
+    expect(await progress(first)).toMatchObject({ recipients: 2, delivered: 1, pending: 1, completed_at: null });
+    const done = await progress(second);
+    expect(done).toMatchObject({ recipients: 1, delivered: 1, pending: 0 });
+    expect(done.completed_at).not.toBeNull();
+    await expectItems([a], firstTitle, 1);
+    await expectItems([c], secondTitle, 1);
+    expect((await logRows([a.id, b.id, c.id])).length).toBe(3);
+  });
+
   it("what fails on every retry is dead-lettered and counted as failed, so the broadcast still completes", async () => {
     const users = [await createUser(), await createUser()];
     const title = uniqueTitle();
@@ -313,12 +335,13 @@ describe("exactly once under redelivery and consumer failure (SPEC §9.3)", () =
     expect(after.completed_at).not.toBeNull();
   });
 
-  it("a resolution step redelivered after it moved the cursor plans nothing twice", async () => {
+  it("a resolution step delivered twice at once, and again later, plans nothing twice", async () => {
     const users = [await createUser(), await createUser()];
     const title = uniqueTitle();
     const id = await storedBroadcast(users, title, { resolved: false });
     const step = { resolve: id, shard: 0, cursor: "" };
-    await resolveStep(env, step);
+    // Both read the same page; the compare-and-set on the cursor lets one of them move it.
+    await Promise.all([resolveStep(env, step), resolveStep(env, step)]);
     await resolveStep(env, step);
     const shard = await env.DB.prepare("SELECT planned, done FROM broadcast_shards WHERE broadcast_id = ?").bind(id).first();
     expect(shard).toEqual({ planned: 2, done: 1 });
