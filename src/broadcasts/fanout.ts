@@ -6,6 +6,7 @@ import {
   broadcastIdempotencyKeys,
   broadcasts,
   broadcastShards,
+  notificationMessages,
   notificationPreferences,
   notificationTemplates,
   users,
@@ -32,8 +33,8 @@ import { audienceCondition, shardCount, shardRange } from "./audience";
 export const BROADCAST_QUEUE = "herald-broadcasts";
 export const BROADCAST_DEAD_LETTER_QUEUE = "herald-broadcasts-dlq";
 
-type ResolveStep = Extract<BroadcastQueueMessage, { resolve: string }>;
-type DeliveryStep = Extract<BroadcastQueueMessage, { deliver: string }>;
+export type ResolveStep = Extract<BroadcastQueueMessage, { resolve: string }>;
+export type DeliveryStep = Extract<BroadcastQueueMessage, { deliver: string }>;
 
 /** User ids read per resolution step (docs/broadcasts-at-scale.md: a keyset page of 5,000). */
 const RESOLVE_PAGE = 5000;
@@ -153,53 +154,116 @@ function inboxItemId(broadcastId: string, userId: string): Promise<string> {
   return derivedUuid("broadcast", broadcastId, userId);
 }
 
+/** A delivery message that must be retried, and how many of its recipients' inbox writes failed. */
+export interface FailedDelivery {
+  step: DeliveryStep;
+  failed: number;
+}
+
 /**
- * One delivery message: up to 100 recipients. Their inbox items first (at most `run`'s limit in flight), then the
- * message-log rows of their e-mail/webhook copies in one statement (derived ids, so a redelivery inserts nothing
- * new), then the batch's progress row (absolute counts, so a redelivery rewrites it), then the copies onto the
- * notifications queue. If any inbox write failed, it throws after recording progress: the queue retries the whole
- * message, and the items already stored are found, not written twice.
+ * One consumer invocation's delivery messages (up to 10 × 100 recipients), with one D1 read and one D1 write for all
+ * of them (docs/broadcasts-at-scale.md). The inbox items first, at most `run`'s limit in flight; then, in one batch,
+ * the message-log rows of the e-mail/webhook copies (derived ids, so a redelivery inserts nothing new), each
+ * message's progress row (absolute counts, so a redelivery rewrites it) and the completion check; then the copies
+ * onto the notifications queue. Returns the messages with a failed inbox write: the queue retries them whole, and
+ * the items already stored are found, not written twice.
  */
-export async function deliverStep(env: Env, step: DeliveryStep, run: <T>(task: () => Promise<T>) => Promise<T> = limiter(RPCS_IN_FLIGHT)): Promise<void> {
+export async function deliverSteps(
+  env: Env,
+  steps: readonly DeliveryStep[],
+  run: <T>(task: () => Promise<T>) => Promise<T> = limiter(RPCS_IN_FLIGHT),
+): Promise<FailedDelivery[]> {
   const config = getConfig(env);
   const db = database(env.DB);
-  const idsJson = JSON.stringify(step.userIds);
+  const broadcastIds = JSON.stringify([...new Set(steps.map((s) => s.deliver))]);
+  const userIds = JSON.stringify([...new Set(steps.flatMap((s) => s.userIds))]);
   const [found, templates, recipients, preferences, paused] = await db.batch([
-    db.select().from(broadcasts).where(eq(broadcasts.id, step.deliver)),
+    db.select().from(broadcasts).where(sql`${broadcasts.id} IN (SELECT value FROM json_each(${broadcastIds}))`),
     db.select().from(notificationTemplates).where(eq(notificationTemplates.id, TEMPLATE_IDS.broadcast)),
     db
       .select({ id: users.id, email: users.email, name: users.name, username: users.username })
       .from(users)
-      .where(sql`${users.id} IN (SELECT value FROM json_each(${idsJson}))`),
+      .where(sql`${users.id} IN (SELECT value FROM json_each(${userIds}))`),
     db
       .select({ userId: notificationPreferences.userId, disabled: notificationPreferences.disabled })
       .from(notificationPreferences)
       .where(
         and(
           eq(notificationPreferences.templateId, TEMPLATE_IDS.broadcast),
-          sql`${notificationPreferences.userId} IN (SELECT value FROM json_each(${idsJson}))`,
+          sql`${notificationPreferences.userId} IN (SELECT value FROM json_each(${userIds}))`,
         ),
       ),
     pausedQuery(db),
   ]);
-  const broadcast = found[0];
   const template = templates[0];
-  if (!broadcast) return;
   if (!template) throw new Error("the Broadcast template is missing (drizzle/0006_broadcasts.sql)");
   if (isPaused(paused)) throw new NotifierPaused();
+  const byId = new Map(found.map((b) => [b.id, b]));
+  const people = new Map(recipients.map((u) => [u.id, u]));
+  const disabledBy = new Map(preferences.map((p) => [p.userId, p.disabled]));
 
+  const outcomes = await Promise.all(
+    steps.map(async (step) => {
+      const broadcast = byId.get(step.deliver);
+      if (!broadcast) return undefined;
+      const itemIds = new Map(await Promise.all(step.userIds.map(async (userId) => [userId, await inboxItemId(broadcast.id, userId)] as const)));
+      const delivered = await deliverItems(env, broadcast, template, config.ACCESS_URL, itemIds, run);
+      const stepRecipients = step.userIds.flatMap((id) => people.get(id) ?? []);
+      const copies = await externalCopies(config, broadcast, template, stepRecipients, disabledBy, itemIds);
+      return { step, broadcast, delivered, copies };
+    }),
+  );
+  const handled = outcomes.filter((o) => o !== undefined);
+  const copies = handled.flatMap((o) => o.copies);
+  const now = nowIso();
+  const writes = [
+    ...(copies.length > 0 ? [insertCopies(db, copies)] : []),
+    ...handled.map(({ step, broadcast, delivered }) =>
+      db
+        .insert(broadcastBatches)
+        .values({ broadcastId: broadcast.id, batch: step.batch, recipients: step.userIds.length, delivered, failed: 0, updatedAt: now })
+        .onConflictDoUpdate({
+          target: [broadcastBatches.broadcastId, broadcastBatches.batch],
+          // Items stored by an earlier attempt stay stored: the count never goes down.
+          set: { delivered: sql`max(${broadcastBatches.delivered}, excluded.delivered)`, updatedAt: now },
+        }),
+    ),
+    ...[...new Set(handled.map((o) => o.broadcast.id))].map((id) => completeIfDone(db, id, now)),
+  ];
+  const [first, ...rest] = writes;
+  if (first) await db.batch([first, ...rest]);
+  await enqueueExternal(
+    env,
+    copies.filter((m) => m.status === "pending"),
+  );
+  return handled.filter((o) => o.delivered < o.step.userIds.length).map((o) => ({ step: o.step, failed: o.step.userIds.length - o.delivered }));
+}
+
+/** One delivery message on its own (a test, or a consumer batch of one): throws when an inbox write failed. */
+export async function deliverStep(env: Env, step: DeliveryStep, run?: <T>(task: () => Promise<T>) => Promise<T>): Promise<void> {
+  const [failed] = await deliverSteps(env, [step], run);
+  if (failed) throw new Error(`${failed.failed} of ${step.userIds.length} inbox deliveries failed`);
+}
+
+/** Writes each recipient's inbox item; returns how many are stored (now or by an earlier attempt). */
+async function deliverItems(
+  env: Env,
+  broadcast: BroadcastRow,
+  template: TemplateRow,
+  baseUrl: string,
+  itemIds: Map<string, string>,
+  run: <T>(task: () => Promise<T>) => Promise<T>,
+): Promise<number> {
   const labels = { custom_title: broadcast.title, custom_message: broadcast.message };
   // The Broadcast template's text is only the broadcast's own labels, so one rendering serves every recipient.
-  const rendered = renderTemplate(template, { user: { name: "", username: "", email: "" }, labels, data: {}, baseUrl: config.ACCESS_URL });
-  const itemIds = new Map(await Promise.all(step.userIds.map(async (userId) => [userId, await inboxItemId(broadcast.id, userId)] as const)));
-
+  const rendered = renderTemplate(template, { user: { name: "", username: "", email: "" }, labels, data: {}, baseUrl });
   let delivered = 0;
   await Promise.all(
-    step.userIds.map((userId) =>
+    [...itemIds].map(([userId, id]) =>
       run(async () => {
         try {
           await env.USER_INBOX.get(env.USER_INBOX.idFromName(userId)).deliver({
-            id: itemIds.get(userId) ?? "",
+            id,
             userId,
             templateId: template.id,
             templateGroup: template.group,
@@ -217,29 +281,7 @@ export async function deliverStep(env: Env, step: DeliveryStep, run: <T>(task: (
       }),
     ),
   );
-
-  const disabledBy = new Map(preferences.map((p) => [p.userId, p.disabled]));
-  const copies = await externalCopies(config, broadcast, template, recipients, disabledBy, itemIds);
-  const now = nowIso();
-  const size = step.userIds.length;
-  // The copies first: if the step dies before its progress row, the redelivery finds them and inserts nothing.
-  await insertCopies(db, copies);
-  await db.batch([
-    db
-      .insert(broadcastBatches)
-      .values({ broadcastId: broadcast.id, batch: step.batch, recipients: size, delivered, failed: 0, updatedAt: now })
-      .onConflictDoUpdate({
-        target: [broadcastBatches.broadcastId, broadcastBatches.batch],
-        // Items stored by an earlier attempt stay stored: the count never goes down.
-        set: { delivered: sql`max(${broadcastBatches.delivered}, excluded.delivered)`, updatedAt: now },
-      }),
-    completeIfDone(db, broadcast.id, now),
-  ]);
-  await enqueueExternal(
-    env,
-    copies.filter((m) => m.status === "pending"),
-  );
-  if (delivered < size) throw new Error(`${size - delivered} of ${size} inbox deliveries failed`);
+  return delivered;
 }
 
 /** The message-log rows of a batch's e-mail/webhook copies, as the recipients' preferences allow (docs/broadcasts.md). */
@@ -284,11 +326,11 @@ async function externalCopies(
 }
 
 /**
- * Up to 100 message-log rows in one statement: the rows travel as one JSON parameter (D1 binds at most 100), and a
- * row whose derived id is already there (a redelivered batch) is left as it is, whatever became of it since.
+ * The message-log rows of a consumer batch's copies (up to 1,000) in one statement: the rows travel as one JSON
+ * parameter (D1 binds at most 100), and a row whose derived id is already there (a redelivered batch) is left as it
+ * is, whatever became of it since. The SELECT lists every column in the table's order, as INSERT … SELECT needs.
  */
-async function insertCopies(db: Database, rows: MessageRow[]): Promise<void> {
-  if (rows.length === 0) return;
+function insertCopies(db: Database, rows: MessageRow[]) {
   const json = JSON.stringify(
     rows.map((r) => ({
       id: r.id,
@@ -307,14 +349,15 @@ async function insertCopies(db: Database, rows: MessageRow[]): Promise<void> {
     })),
   );
   // `WHERE true` lets SQLite read ON CONFLICT as the upsert clause after a SELECT.
-  await db.run(sql`
-    INSERT INTO notification_messages (id, notification_id, template_id, user_id, method, status, status_reason, payload,
-      targets, created_by, attempts, next_retry_after, leased_until, created_at, updated_at, sent_at, send_if_unread)
-    SELECT value ->> 'id', value ->> 'notification_id', value ->> 'template_id', value ->> 'user_id', value ->> 'method',
-      value ->> 'status', value ->> 'status_reason', value -> 'payload', value -> 'targets', value ->> 'created_by', 0,
-      value ->> 'next_retry_after', NULL, value ->> 'created_at', value ->> 'created_at', NULL, value ->> 'send_if_unread'
-    FROM json_each(${json}) WHERE true
-    ON CONFLICT (id) DO NOTHING`);
+  return db
+    .insert(notificationMessages)
+    .select(
+      sql`SELECT value ->> 'id', value ->> 'notification_id', value ->> 'template_id', value ->> 'user_id', value ->> 'method',
+        value ->> 'status', value ->> 'status_reason', value -> 'payload', value -> 'targets', value ->> 'created_by', 0,
+        value ->> 'next_retry_after', NULL, value ->> 'created_at', value ->> 'created_at', NULL, value ->> 'send_if_unread'
+        FROM json_each(${json}) WHERE true`,
+    )
+    .onConflictDoNothing();
 }
 
 /**
