@@ -6,14 +6,22 @@ import { handleQueue, handleScheduled } from "./notifications/background";
 
 export { UserInbox } from "./inbox/user-inbox";
 
+type AnyBatch = MessageBatch<NotificationQueueMessage | BroadcastQueueMessage>;
+
 /** Which consumer a batch is for: the queue names of wrangler.toml decide what its messages carry. */
-function isBroadcastBatch(batch: MessageBatch<NotificationQueueMessage | BroadcastQueueMessage>): batch is MessageBatch<BroadcastQueueMessage> {
+function isBroadcastBatch(batch: AnyBatch): batch is MessageBatch<BroadcastQueueMessage> {
   return batch.queue === BROADCAST_QUEUE || batch.queue === BROADCAST_DEAD_LETTER_QUEUE;
+}
+
+function isNotificationBatch(batch: AnyBatch): batch is MessageBatch<NotificationQueueMessage> {
+  return !isBroadcastBatch(batch);
 }
 
 export default {
   fetch: app.fetch,
-  queue: (batch, env) =>
-    isBroadcastBatch(batch) ? handleBroadcastQueue(batch, env) : handleQueue(batch as MessageBatch<NotificationQueueMessage>, env),
+  queue: async (batch, env) => {
+    if (isBroadcastBatch(batch)) await handleBroadcastQueue(batch, env);
+    else if (isNotificationBatch(batch)) await handleQueue(batch, env);
+  },
   scheduled: (_controller, env, ctx) => ctx.waitUntil(Promise.all([handleScheduled(env), broadcastHousekeeping(env)])),
 } satisfies ExportedHandler<Env, NotificationQueueMessage | BroadcastQueueMessage>;

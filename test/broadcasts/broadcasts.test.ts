@@ -320,6 +320,27 @@ describe("exactly once under redelivery and consumer failure (SPEC §9.3)", () =
     expect((await logRows([a.id, b.id, c.id])).length).toBe(3);
   });
 
+  it("while the notifier is paused a delivery message is put back, not retried: acked, nothing delivered, nothing counted", async () => {
+    const users = [await createUser()];
+    const title = uniqueTitle();
+    const id = await storedBroadcast(users, title, { resolved: true });
+    const admin = await owner();
+    expect((await call("PUT", "/notifications/settings", { token: admin.token, body: { notifier_paused: true } })).status).toBe(200);
+    try {
+      const batch = createMessageBatch<BroadcastQueueMessage>(BROADCAST_QUEUE, [
+        { id: "p", timestamp: new Date(), attempts: 1, body: { deliver: id, batch: "0:first", userIds: users.map((u) => u.id) } },
+      ]);
+      await handleBroadcastQueue(batch, env);
+      const result = await getQueueResult(batch, createExecutionContext());
+      expect(result.explicitAcks).toEqual(["p"]);
+      expect(result.retryMessages).toEqual([]);
+      expect(await progress(id)).toMatchObject({ delivered: 0, pending: 1, completed_at: null });
+      await expectItems(users, title, 0);
+    } finally {
+      expect((await call("PUT", "/notifications/settings", { token: admin.token, body: { notifier_paused: false } })).status).toBe(200);
+    }
+  });
+
   it("what fails on every retry is dead-lettered and counted as failed, so the broadcast still completes", async () => {
     const users = [await createUser(), await createUser()];
     const title = uniqueTitle();
