@@ -3,3 +3,5 @@ CREATE TABLE `email_decisions` (
 	`send` integer NOT NULL,
 	`decided_at` text NOT NULL
 );
+--> statement-breakpoint
+CREATE INDEX `email_decisions_decided` ON `email_decisions` (`decided_at`);

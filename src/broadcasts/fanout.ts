@@ -208,8 +208,7 @@ export async function deliverSteps(
       if (!broadcast) return undefined;
       const itemIds = new Map(await Promise.all(step.userIds.map(async (userId) => [userId, await inboxItemId(broadcast.id, userId)] as const)));
       const delivered = await deliverItems(env, broadcast, template, config.ACCESS_URL, itemIds, run);
-      const stepRecipients = step.userIds.flatMap((id) => people.get(id) ?? []);
-      const copies = await externalCopies(config, broadcast, template, stepRecipients, disabledBy, itemIds);
+      const copies = await externalCopies(config, broadcast, template, itemIds, people, disabledBy);
       return { step, broadcast, delivered, copies };
     }),
   );
@@ -254,9 +253,8 @@ async function deliverItems(
   itemIds: Map<string, string>,
   run: <T>(task: () => Promise<T>) => Promise<T>,
 ): Promise<number> {
-  const labels = { custom_title: broadcast.title, custom_message: broadcast.message };
   // The Broadcast template's text is only the broadcast's own labels, so one rendering serves every recipient.
-  const rendered = renderTemplate(template, { user: { name: "", username: "", email: "" }, labels, data: {}, baseUrl });
+  const rendered = renderTemplate(template, { user: { name: "", username: "", email: "" }, labels: labelsOf(broadcast), data: {}, baseUrl });
   let delivered = 0;
   await Promise.all(
     [...itemIds].map(([userId, id]) =>
@@ -284,28 +282,35 @@ async function deliverItems(
   return delivered;
 }
 
-/** The message-log rows of a batch's e-mail/webhook copies, as the recipients' preferences allow (docs/broadcasts.md). */
+/**
+ * The message-log rows of a message's e-mail/webhook copies, as the recipients' preferences allow
+ * (docs/broadcasts.md), for each recipient's inbox item (`itemIds`: user id → item id) whose user is known.
+ */
 async function externalCopies(
   config: ReturnType<typeof getConfig>,
   broadcast: BroadcastRow,
   template: TemplateRow,
-  recipients: { id: string; email: string; name: string; username: string }[],
-  disabledBy: Map<string, boolean>,
   itemIds: Map<string, string>,
+  people: Map<string, { id: string; email: string; name: string; username: string }>,
+  disabledBy: Map<string, boolean>,
 ): Promise<MessageRow[]> {
   const method = template.method || config.NOTIFICATIONS_METHOD;
   const readAware = isReadAware(method, broadcast.emailWhenUnreadAfterMs, true);
   const at = Date.now();
   const now = nowIso(at);
-  const labels = { custom_title: broadcast.title, custom_message: broadcast.message };
+  const labels = labelsOf(broadcast);
+  const copies = [...itemIds].flatMap(([userId, itemId]) => {
+    const user = people.get(userId);
+    return user ? [{ user, itemId }] : [];
+  });
   return Promise.all(
-    recipients.map(async (user): Promise<MessageRow> => {
+    copies.map(async ({ user, itemId }): Promise<MessageRow> => {
       const preference = disabledBy.get(user.id);
       const disabled = !template.mandatory && (preference ?? !template.enabledByDefault);
       return {
         id: await derivedUuid("broadcast", broadcast.id, user.id, method),
         // The inbox item's id: a read-aware e-mail asks the recipient's object about this item.
-        notificationId: itemIds.get(user.id) ?? (await inboxItemId(broadcast.id, user.id)),
+        notificationId: itemId,
         templateId: template.id,
         userId: user.id,
         method,
@@ -323,6 +328,11 @@ async function externalCopies(
       };
     }),
   );
+}
+
+/** The Broadcast template's labels: the broadcast's own title and message, as N1 passes them to its template. */
+function labelsOf(broadcast: BroadcastRow): Record<string, string> {
+  return { custom_title: broadcast.title, custom_message: broadcast.message };
 }
 
 /**
@@ -395,13 +405,14 @@ export async function broadcastHousekeeping(env: Env, at = Date.now()): Promise<
     .from(broadcastShards)
     .where(and(eq(broadcastShards.done, false), lt(broadcastShards.updatedAt, nowIso(at - STALLED_AFTER_MS))))
     .limit(100);
-  for (const s of stalled) {
-    // Touched first, so a restart that fails to send is tried again a minute later, not at every run.
-    await db
+  // Touched first, in one batch, so a restart that fails to send is tried again a minute later, not at every run.
+  const [first, ...rest] = stalled.map((s) =>
+    db
       .update(broadcastShards)
       .set({ updatedAt: now })
-      .where(and(eq(broadcastShards.broadcastId, s.broadcastId), eq(broadcastShards.shard, s.shard)));
-  }
+      .where(and(eq(broadcastShards.broadcastId, s.broadcastId), eq(broadcastShards.shard, s.shard))),
+  );
+  if (first) await db.batch([first, ...rest]);
   await sendSteps(
     env,
     stalled.map((s) => ({ resolve: s.broadcastId, shard: s.shard, cursor: s.cursor })),

@@ -67,8 +67,13 @@ export type InboxRow = typeof inboxNotifications.$inferSelect;
  * Read-aware e-mail decisions (docs/broadcasts.md): the first answer the object gave for a notification's e-mail copy,
  * kept so that a retried send asks again and gets the same answer: never both sent and skipped.
  */
-export const emailDecisions = sqliteTable("email_decisions", {
-  notificationId: text("notification_id").primaryKey(),
-  send: integer("send", { mode: "boolean" }).notNull(),
-  decidedAt: text("decided_at").notNull(),
-});
+export const emailDecisions = sqliteTable(
+  "email_decisions",
+  {
+    notificationId: text("notification_id").primaryKey(),
+    send: integer("send", { mode: "boolean" }).notNull(),
+    decidedAt: text("decided_at").notNull(),
+  },
+  // Each decision deletes those past their 30 days: a range on this index, not a scan of the table.
+  (t) => [index("email_decisions_decided").on(t.decidedAt)],
+);

@@ -198,7 +198,9 @@ export async function enqueueExternal(env: Env, messages: Pick<MessageRow, "id" 
   for (const m of messages) {
     const delay = m.nextRetryAfter ? Math.max(0, Math.ceil((Date.parse(m.nextRetryAfter) - now) / 1000)) : 0;
     if (delay > MAX_QUEUE_DELAY_S) continue;
-    byDelay.set(delay, [...(byDelay.get(delay) ?? []), m.id]);
+    const ids = byDelay.get(delay);
+    if (ids) ids.push(m.id);
+    else byDelay.set(delay, [m.id]);
   }
   const queued: MessageSendRequest<NotificationQueueMessage>[] = [];
   for (const [delaySeconds, ids] of byDelay) {

@@ -341,6 +341,29 @@ describe("exactly once under redelivery and consumer failure (SPEC §9.3)", () =
     }
   });
 
+  it("D1 failing during a batch: nothing is acked, every message is retried, nothing is counted", async () => {
+    const users = [await createUser(), await createUser()];
+    const title = uniqueTitle();
+    const id = await storedBroadcast(users, title, { resolved: true });
+    const down = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "batch") return () => Promise.reject(new Error("D1 is unavailable"));
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const batch = createMessageBatch<BroadcastQueueMessage>(BROADCAST_QUEUE, [
+      { id: "a", timestamp: new Date(), attempts: 1, body: { deliver: id, batch: "0:a", userIds: [users[0]?.id ?? ""] } },
+      { id: "b", timestamp: new Date(), attempts: 1, body: { deliver: id, batch: "0:b", userIds: [users[1]?.id ?? ""] } },
+    ]);
+    await handleBroadcastQueue(batch, { ...env, DB: down });
+    const result = await getQueueResult(batch, createExecutionContext());
+    expect(result.explicitAcks).toEqual([]);
+    expect(result.retryMessages.map((m) => m.msgId).sort()).toEqual(["a", "b"]);
+    expect(await progress(id)).toMatchObject({ delivered: 0, pending: 2, completed_at: null });
+    await expectItems(users, title, 0);
+  });
+
   it("what fails on every retry is dead-lettered and counted as failed, so the broadcast still completes", async () => {
     const users = [await createUser(), await createUser()];
     const title = uniqueTitle();

@@ -10,6 +10,7 @@ import { sendEmail } from "../../src/notifications/channels/smtp";
 import { DeliveryError } from "../../src/notifications/channels/types";
 import { renderTemplate } from "../../src/notifications/render";
 import { TEMPLATE_IDS } from "../../src/notifications/templates";
+import { messageRow } from "../fixtures/message-row";
 import { labServer, setLabClock, type LabHandle, type LabProfile } from "../peers";
 
 // The SMTP matrix of docs/email.md: Herald's SMTP channel against lab servers that behave like Postfix, Exchange's
@@ -27,27 +28,9 @@ async function customTemplate(): Promise<TemplateRow> {
   return template;
 }
 
-function messageRow(id = uuidv7()): MessageRow {
-  const now = new Date().toISOString();
-  return {
-    id,
-    notificationId: uuidv7(),
-    templateId: TEMPLATE_IDS.custom,
-    userId: crypto.randomUUID(),
-    method: "smtp",
-    status: "leased",
-    statusReason: null,
-    payload: {},
-    targets: [],
-    createdBy: "test",
-    attempts: 1,
-    nextRetryAfter: null,
-    leasedUntil: null,
-    createdAt: now,
-    updatedAt: now,
-    sentAt: null,
-    sendIfUnread: false,
-  };
+/** A leased e-mail of the custom template, as the sender holds it. */
+function leasedEmail(id = uuidv7()): MessageRow {
+  return messageRow({ id, templateId: TEMPLATE_IDS.custom, method: "smtp", status: "leased", attempts: 1 });
 }
 
 interface Attempt {
@@ -77,7 +60,7 @@ async function attempt(profile: LabProfile, settings: Settings, options: { lab?:
     baseUrl: config.ACCESS_URL,
   });
   try {
-    await sendEmail({ env, config, message: messageRow(options.id), template, rendered, payload: { user_email: options.to ?? TO }, deadline: Date.now() + 60_000 });
+    await sendEmail({ env, config, message: leasedEmail(options.id), template, rendered, payload: { user_email: options.to ?? TO }, deadline: Date.now() + 60_000 });
     return { lab };
   } catch (error) {
     if (!(error instanceof DeliveryError)) throw error;

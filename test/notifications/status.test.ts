@@ -7,9 +7,9 @@ import { env } from "cloudflare:workers";
 import { eq, inArray } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
-import { MESSAGE_STATUSES, notificationMessages, type MessageRow, type MessageStatus } from "../../src/db/schema";
+import { MESSAGE_STATUSES, notificationMessages, type MessageStatus } from "../../src/db/schema";
 import { DELIVERY_TRANSITIONS, INITIAL_STATUSES, moveMessages, sourcesOf } from "../../src/notifications/status";
-import { TEMPLATE_IDS } from "../../src/notifications/templates";
+import { messageRow } from "../fixtures/message-row";
 
 const FINISHED: MessageStatus[] = ["sent", "permanent_failure", "inhibited", "skipped"];
 const exits = (from: MessageStatus): readonly MessageStatus[] => DELIVERY_TRANSITIONS[from];
@@ -67,26 +67,7 @@ describe("moveMessages", () => {
   const db = database(env.DB);
 
   async function messageIn(status: MessageStatus): Promise<string> {
-    const now = new Date().toISOString();
-    const row: MessageRow = {
-      id: crypto.randomUUID(),
-      notificationId: crypto.randomUUID(),
-      templateId: TEMPLATE_IDS.test,
-      userId: crypto.randomUUID(),
-      method: "webhook",
-      status,
-      statusReason: null,
-      payload: {},
-      targets: [],
-      createdBy: "test",
-      attempts: 0,
-      nextRetryAfter: null,
-      leasedUntil: null,
-      createdAt: now,
-      updatedAt: now,
-      sentAt: null,
-      sendIfUnread: false,
-    };
+    const row = messageRow({ status });
     await db.insert(notificationMessages).values(row);
     return row.id;
   }
