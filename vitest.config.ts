@@ -34,7 +34,8 @@ export default defineConfig(async () => {
       exclude: [...configDefaults.exclude, "test/node/**", "test/e2e/**"],
       setupFiles: ["./test/setup.ts"],
       // Starts the SMTP, webhook, OpenID Provider and GitHub peers in Node before any workerd test runs.
-      globalSetup: ["./test/peers/global-setup.ts"],
+      // The browser bundles first: wrangler.toml's [assets] directory must exist before workerd starts.
+      globalSetup: ["./test/build-ui.setup.ts", "./test/peers/global-setup.ts"],
       // The security log (src/http/security-log.ts) writes a line per refusal, thousands in a run: test/http/conventions.test.ts
       // asserts them, the console stays readable.
       onConsoleLog: (log: string) => !log.startsWith('{"herald":"security"'),

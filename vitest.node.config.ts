@@ -8,5 +8,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     fileParallelism: false,
+    // wrangler.toml's [assets] directory must hold this checkout's dashboard before a test starts the Worker.
+    globalSetup: ["./test/build-ui.setup.ts"],
   },
 });

@@ -17,13 +17,13 @@ import { jsonWhateverContentType } from "./http/validate";
 import { externalLoginRoutes } from "./external/routes";
 import { closeRevokedWatches } from "./inbox/revoke";
 import { inboxRoutes } from "./inbox/routes";
-import { landingRoutes } from "./landing/routes";
 import { describeRoute } from "./openapi/describe";
 import { OpenApiDocumentSchema } from "./openapi/responses";
 import { notificationRoutes } from "./notifications/routes";
 import { preferenceRoutes } from "./notifications/preferences";
 import { keyRoutes } from "./users/keys";
 import { userRoutes } from "./users/routes";
+import { staticAsset, webRoutes } from "./web/routes";
 
 /** Every `/api/v2` route, chained so `typeof api` describes the whole interface. */
 const api = new Hono<AppEnv>()
@@ -49,7 +49,7 @@ app.use(
     crossOriginResourcePolicy: "same-site",
     // A year, as ASVS 3.4.1 asks (Hono's default is 180 days); browsers ignore it over plain http (local runs).
     strictTransportSecurity: "max-age=31536000; includeSubDomains",
-    // JSON and text answers load nothing and may not be framed; a page that loads more (`/`) sets its own policy,
+    // JSON and text answers load nothing and may not be framed; the dashboard page (`/`) sets its own policy,
     // which `overwrite: false` leaves in place (docs/security.md, V3.4).
     contentSecurityPolicy: { defaultSrc: ["'none'"], frameAncestors: ["'none'"], baseUri: ["'none'"] },
     overwrite: false,
@@ -96,7 +96,7 @@ app.get(
   }),
   (c) => c.text("OK"),
 );
-app.route("/", landingRoutes);
+app.route("/", webRoutes);
 app.get(
   "/api/v2/openapi.json",
   describeRoute({
@@ -112,6 +112,7 @@ app.get(
 app.route("/api/v2", api);
 
 app.onError(handleError);
-app.notFound(routeNotFound);
+// The dashboard's hashed files are the only other things served (from Static Assets); anything else is the JSON 404.
+app.notFound(async (c) => (await staticAsset(c)) ?? routeNotFound(c));
 
 export type HeraldApi = typeof api;

@@ -24,6 +24,8 @@ export interface Env {
   NOTIFICATION_QUEUE: Queue<NotificationQueueMessage>;
   /** Carries broadcast fan-out steps to this Worker's queue() consumer. */
   BROADCAST_QUEUE: Queue<BroadcastQueueMessage>;
+  /** The dashboard and the embed, built into dist/public (wrangler.toml `[assets]`, docs/dashboard.md). */
+  ASSETS: Fetcher;
 
   ACCESS_URL?: string;
   SECRET_KEY?: string;

@@ -96,7 +96,7 @@ function subjectFor(user: AuthUser, orgRoles: Record<string, string[]>, scopes: 
  * Resolves a credential to its key and user (docs/architecture.md, How each hot path scales). One D1 round trip (a batch); the hourly `last_used` /
  * sliding-expiry write happens after the response through `waitUntil`.
  */
-export async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
+async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
   const config = c.var.config;
   const credential = extractCredential(c, config);
   // A missing credential has its own detail (it says nothing about the server); every other failure is AuthMessages.badCredential.

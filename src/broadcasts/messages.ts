@@ -5,4 +5,5 @@
 export const BroadcastMessages = {
   unknownOrganization: "no organization has this id",
   unknownUser: "no user has this id",
+  unknownStartingBefore: "no broadcast has this id",
 } as const;

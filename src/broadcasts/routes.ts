@@ -2,12 +2,21 @@ import { Hono } from "hono";
 import { requireAuth } from "../auth/session";
 import { assertCan } from "../authz/guard";
 import { database } from "../db/client";
-import { notFound } from "../http/errors";
+import { notFound, validationFailed } from "../http/errors";
 import type { AppEnv } from "../http/types";
-import { headerParams, jsonBody, pathParams } from "../http/validate";
-import { describeRoute, noPermission } from "../openapi/describe";
-import { BroadcastCreated, BroadcastProgress, broadcastIdParam, createBroadcastBody, idempotencyHeader } from "./schemas";
-import { broadcastProgress, createBroadcast } from "./service";
+import { headerParams, jsonBody, pathParams, queryParams } from "../http/validate";
+import { describeRoute, errors, noPermission } from "../openapi/describe";
+import { BroadcastMessages } from "./messages";
+import {
+  BroadcastCreated,
+  BroadcastProgress,
+  broadcastIdParam,
+  createBroadcastBody,
+  idempotencyHeader,
+  ListBroadcastsResponse,
+  listBroadcastsQuery,
+} from "./schemas";
+import { broadcastProgress, createBroadcast, listBroadcasts } from "./service";
 
 /** Broadcasts (docs/broadcasts.md): one notification to many inboxes, and its progress. */
 export const broadcastRoutes = new Hono<AppEnv>()
@@ -30,6 +39,35 @@ export const broadcastRoutes = new Hono<AppEnv>()
       assertCan(c, "create", { type: "notification_broadcast" });
       const created = await createBroadcast(c, c.req.valid("json"), c.req.valid("header")["idempotency-key"]);
       return c.json(created, 202);
+    },
+  )
+  // The list has one path segment fewer than `/:id`, so Hono never matches one for the other, in either order.
+  .get(
+    "/notifications/broadcasts",
+    describeRoute({
+      operationId: "listBroadcasts",
+      summary: "List broadcasts, newest first, with their progress",
+      description:
+        "Each item is the broadcast's progress (as `GET /notifications/broadcasts/{id}` answers it) plus its title. Page with `starting_before` set to the last id of the previous page; a page shorter than `limit` is the last.",
+      tags: ["Broadcasts"],
+      access: "user-admin",
+      paramDocs: {
+        starting_before: "Id of the last broadcast of the current page: returns strictly older ones, in (created_at, id) order.",
+        limit: "Page size, 1–100 (default 25).",
+      },
+      responses: [{ status: 200, description: "One page, newest first.", schema: ListBroadcastsResponse }],
+      errors: errors(noPermission("read broadcasts"), {
+        400: `\`starting_before\` names no broadcast (\`${BroadcastMessages.unknownStartingBefore}\`).`,
+      }),
+    }),
+    requireAuth,
+    queryParams(listBroadcastsQuery),
+    async (c) => {
+      assertCan(c, "read", { type: "notification_broadcast" });
+      const query = c.req.valid("query");
+      const page = await listBroadcasts(database(c.env.DB), query.starting_before, query.limit);
+      if (!page) throw validationFailed([{ field: "starting_before", detail: BroadcastMessages.unknownStartingBefore }]);
+      return c.json({ broadcasts: page }, 200);
     },
   )
   .get(

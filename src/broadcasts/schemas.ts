@@ -77,3 +77,22 @@ export const BroadcastProgress = named(
     completed_at: timestamp.nullable(),
   }),
 );
+
+/** The list's page size (docs/broadcasts.md), as for the inbox list. */
+const DEFAULT_PAGE_SIZE = 25;
+
+/** `GET /notifications/broadcasts`: keyset-paged like the inbox list; unknown parameters are refused. */
+export const listBroadcastsQuery = z.strictObject({
+  starting_before: uuid.optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(DEFAULT_PAGE_SIZE),
+});
+
+const BroadcastSummary = named(
+  "BroadcastSummary",
+  BroadcastProgress.extend({ title: described("The content's title, as stored (trimmed); `\"\"` when only a message was sent.", z.string()) }),
+);
+
+export const ListBroadcastsResponse = named(
+  "ListBroadcastsResponse",
+  z.strictObject({ broadcasts: described("Newest first (created_at, then id).", z.array(BroadcastSummary)) }),
+);

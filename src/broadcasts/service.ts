@@ -1,4 +1,4 @@
-import { and, count, eq, gt, sql } from "drizzle-orm";
+import { and, count, desc, eq, gt, sql } from "drizzle-orm";
 import type { Context } from "hono";
 import { auditInsert } from "../audit/log";
 import { database, type Database } from "../db/client";
@@ -128,6 +128,20 @@ export async function createBroadcast(c: Context<AppEnv>, body: CreateBroadcast,
   return { id, recipients };
 }
 
+/** The progress answer of one broadcast row and its summed batches (docs/broadcasts.md, "Progress"). */
+function toProgress(broadcast: typeof broadcasts.$inferSelect, delivered: number, failed: number) {
+  return {
+    id: broadcast.id,
+    created_by: broadcast.createdBy,
+    created_at: broadcast.createdAt,
+    recipients: broadcast.recipients,
+    delivered,
+    failed,
+    pending: Math.max(0, broadcast.recipients - delivered - failed),
+    completed_at: broadcast.completedAt,
+  };
+}
+
 /** `GET /notifications/broadcasts/{id}`: the progress, summed over the batches' rows; undefined when there is none. */
 export async function broadcastProgress(db: Database, id: string) {
   const [found, totals] = await db.batch([
@@ -142,16 +156,33 @@ export async function broadcastProgress(db: Database, id: string) {
   ]);
   const broadcast = found[0];
   if (!broadcast) return undefined;
-  const delivered = Number(totals[0]?.delivered ?? 0);
-  const failed = Number(totals[0]?.failed ?? 0);
-  return {
-    id: broadcast.id,
-    created_by: broadcast.createdBy,
-    created_at: broadcast.createdAt,
-    recipients: broadcast.recipients,
-    delivered,
-    failed,
-    pending: Math.max(0, broadcast.recipients - delivered - failed),
-    completed_at: broadcast.completedAt,
-  };
+  return toProgress(broadcast, Number(totals[0]?.delivered ?? 0), Number(totals[0]?.failed ?? 0));
+}
+
+/**
+ * `GET /notifications/broadcasts` (docs/broadcasts.md): newest first, keyset-paged on (created_at, id) as the inbox
+ * list is, so broadcasts of one millisecond are never skipped or repeated. The cursor is looked up in the same batch
+ * as the page; an id that names no broadcast answers undefined (the route's 400). Each row's progress is summed by a
+ * correlated subquery, which reads only that broadcast's batch rows through their primary key.
+ */
+export async function listBroadcasts(db: Database, startingBefore: string | undefined, limit: number) {
+  const older =
+    startingBefore === undefined
+      ? undefined
+      : sql`(${broadcasts.createdAt}, ${broadcasts.id}) < (SELECT created_at, id FROM broadcasts WHERE id = ${startingBefore})`;
+  const [cursor, page] = await db.batch([
+    db.select({ id: broadcasts.id }).from(broadcasts).where(eq(broadcasts.id, startingBefore ?? "")),
+    db
+      .select({
+        broadcast: broadcasts,
+        delivered: sql<number>`(SELECT coalesce(sum(delivered), 0) FROM broadcast_batches WHERE broadcast_id = ${broadcasts.id})`,
+        failed: sql<number>`(SELECT coalesce(sum(failed), 0) FROM broadcast_batches WHERE broadcast_id = ${broadcasts.id})`,
+      })
+      .from(broadcasts)
+      .where(older)
+      .orderBy(desc(broadcasts.createdAt), desc(broadcasts.id))
+      .limit(limit),
+  ]);
+  if (startingBefore !== undefined && cursor.length === 0) return undefined;
+  return page.map((row) => ({ ...toProgress(row.broadcast, Number(row.delivered), Number(row.failed)), title: row.broadcast.title }));
 }

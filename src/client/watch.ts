@@ -31,7 +31,11 @@ export type WatchStatus = "connecting" | "open" | "reconnecting" | "resynced" | 
 
 export interface WatchInboxOptions {
   baseUrl: string;
-  token: string;
+  /**
+   * A session token or API key. Without one, the browser's session cookie authenticates (a page served by Herald
+   * itself, or a same-site page): the cookie is HttpOnly, so a script never holds the token (docs/dashboard.md).
+   */
+  token?: string;
   targets?: string[];
   templates?: string[];
   readStatus?: "all" | "read" | "unread";
@@ -98,7 +102,8 @@ type SeqProbe = { seq: number } | "unauthorized" | undefined;
  * Watches the inbox (`GET /notifications/inbox/watch`) from a browser or Node, and delivers every event exactly once,
  * in `seq` order, across dropped connections:
  *
- * - The token travels as a subprotocol (`herald.v1`, `herald.token.<token>`), never in the URL.
+ * - The token travels as a subprotocol (`herald.v1`, `herald.token.<token>`), never in the URL; without a token, the
+ *   browser's session cookie authenticates the socket and the counts requests.
  * - It starts from `afterSeq` or, without it, from the inbox's seq when called (read from `GET
  *   /notifications/inbox/counts`; if that fails, from the first frame that arrives).
  * - It remembers the seq of the last frame it delivered and reconnects (after a drop, or 4008 when the client fell
@@ -140,9 +145,10 @@ export function watchInbox(options: WatchInboxOptions): WatchHandle {
   // whether the token still works (if not, reconnecting would only hammer the server) and what the seq is.
   const probe = async (): Promise<SeqProbe> => {
     try {
-      const res = await doFetch(new URL("/api/v2/notifications/inbox/counts", options.baseUrl), {
-        headers: { "Service-Session-Token": options.token },
-      });
+      // `credentials` is the browser's (a same-site page on another origin); the Workers types do not know it.
+      const init: { credentials?: "include"; headers?: Record<string, string> } =
+        options.token === undefined ? { credentials: "include" } : { headers: { "Service-Session-Token": options.token } };
+      const res = await doFetch(new URL("/api/v2/notifications/inbox/counts", options.baseUrl), init);
       if (res.status === 401) return "unauthorized";
       if (!res.ok) return undefined;
       const body = (await res.json()) as { seq?: unknown };
@@ -201,7 +207,8 @@ export function watchInbox(options: WatchInboxOptions): WatchHandle {
   const open = () => {
     if (stopped) return;
     let opened = false;
-    const ws = new Socket(watchUrl(options, lastSeq), ["herald.v1", `herald.token.${options.token}`]);
+    const protocols = options.token === undefined ? ["herald.v1"] : ["herald.v1", `herald.token.${options.token}`];
+    const ws = new Socket(watchUrl(options, lastSeq), protocols);
     socket = ws;
     ws.addEventListener("open", () => {
       opened = true;

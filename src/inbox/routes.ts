@@ -26,7 +26,7 @@ import {
   watchInboxQuery,
 } from "./schemas";
 import type { ItemResult } from "./user-inbox";
-import { AFTER_SEQ_AHEAD, WATCH_HEADER, type WatchAttachment, type WatchRequest } from "./watch";
+import { AFTER_SEQ_AHEAD, inFormat, WATCH_HEADER, type WatchAttachment, type WatchRequest } from "./watch";
 
 /** The inbox list's body (ListInboxNotificationsResponse in the OpenAPI document). */
 interface ListInboxResponse {
@@ -135,6 +135,7 @@ export const inboxRoutes = new Hono<AppEnv>()
         snoozed: "`exclude` (default), `include` or `only` snoozed notifications.",
         starting_before: "Id of the last notification of the current page: returns strictly older ones.",
         limit: "Page size, 1–100 (default 25).",
+        format: "Rendering of title and content: `markdown` (default) or `plaintext`, as the watch renders them.",
       },
       responses: [
         {
@@ -158,8 +159,12 @@ export const inboxRoutes = new Hono<AppEnv>()
       if (!result.ok) {
         throw validationFailed([{ field: "starting_before", detail: InboxMessages.unknownStartingBefore }]);
       }
-      // The object hands back the page already serialised (see UserInbox.list).
-      const body = `{"notifications":${result.notificationsJson},"unread_count":${result.unreadCount},"seq":${result.seq}}`;
+      // The object hands back the page already serialised (see UserInbox.list); plain text is the rarer ask.
+      const notifications =
+        query.format === "plaintext"
+          ? JSON.stringify((JSON.parse(result.notificationsJson) as InboxNotification[]).map((n) => inFormat(n, "plaintext")))
+          : result.notificationsJson;
+      const body = `{"notifications":${notifications},"unread_count":${result.unreadCount},"seq":${result.seq}}`;
       // Typed as the JSON it is, so the typed client still knows the shape.
       return c.body(body, 200, { "Content-Type": "application/json" }) as unknown as TypedResponse<ListInboxResponse, 200, "json">;
     },

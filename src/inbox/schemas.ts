@@ -39,6 +39,9 @@ const flag = z
   .default("false")
   .transform((v) => v === "true");
 
+/** How title and content are rendered: as stored (Markdown) or stripped to plain text (docs/inbox.md). */
+const format = z.enum(["markdown", "plaintext"]).default("markdown");
+
 /** The inbox list query; unknown parameters are rejected (docs/api.md, Notifications). */
 export const listInboxQuery = z.strictObject({
   targets: uuidList,
@@ -48,6 +51,7 @@ export const listInboxQuery = z.strictObject({
   snoozed: inclusion,
   starting_before: uuid.optional(),
   limit: z.coerce.number().int().min(1).max(100).default(DEFAULT_PAGE_SIZE),
+  format,
 });
 
 /** The watch query: the list's filters plus the rendering format, change sync and resume (docs/inbox.md). */
@@ -55,7 +59,7 @@ export const watchInboxQuery = z.strictObject({
   targets: uuidList,
   templates: uuidList,
   read_status: readStatus,
-  format: z.enum(["markdown", "plaintext"]).default("markdown"),
+  format,
   sync: flag,
   /** The first tranche's name for `sync`, still accepted. */
   sync_read_state: flag,

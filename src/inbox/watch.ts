@@ -90,13 +90,15 @@ function syncs(attachment: WatchAttachment & { syncReadState?: boolean }): boole
   return attachment.sync ?? attachment.syncReadState ?? false;
 }
 
+/** A notification as a client asked to see it: title and content as stored (Markdown) or as plain text. */
+export function inFormat(notification: InboxNotification, format: WatchFormat): InboxNotification {
+  if (format === "markdown") return notification;
+  return { ...notification, title: markdownToPlaintext(notification.title), content: markdownToPlaintext(notification.content) };
+}
+
 /** A new-notification frame: the interface's GetInboxNotificationResponse plus `seq`. */
 function notificationFrame(seq: number, notification: InboxNotification, unreadCount: number, format: WatchFormat): string {
-  const shown =
-    format === "plaintext"
-      ? { ...notification, title: markdownToPlaintext(notification.title), content: markdownToPlaintext(notification.content) }
-      : notification;
-  return JSON.stringify({ seq, notification: shown, unread_count: unreadCount });
+  return JSON.stringify({ seq, notification: inFormat(notification, format), unread_count: unreadCount });
 }
 
 function changeFrame(seq: number, change: InboxChange, unreadCount: number): string {

@@ -34,7 +34,7 @@ export interface SuccessResponse {
   /** The body's schema; omitted when the response has no body. */
   schema?: z.ZodType;
   /** Defaults to application/json. */
-  contentType?: "application/json" | "text/plain" | "text/html";
+  contentType?: "application/json" | "text/plain" | "text/html" | "text/javascript";
   headers?: Record<string, HeaderObject>;
 }
 

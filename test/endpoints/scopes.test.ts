@@ -80,6 +80,7 @@ const ROUTES: Record<string, Request> = {
     body: () => ({ email_when_unread_after: "" }),
   },
   "POST /api/v2/notifications/broadcasts": { method: "POST", path: () => "/notifications/broadcasts", body: () => ({ audience: { user_ids: [fx.member.id] }, content: { title: "scoped" } }) },
+  "GET /api/v2/notifications/broadcasts": { method: "GET", path: () => "/notifications/broadcasts" },
   // The permission is checked before the lookup, so any id shows the refusal.
   "GET /api/v2/notifications/broadcasts/{id}": { method: "GET", path: () => `/notifications/broadcasts/${crypto.randomUUID()}` },
   "GET /api/v2/users/{user}/notifications/preferences": { method: "GET", path: () => "/users/me/notifications/preferences" },

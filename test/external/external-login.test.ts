@@ -475,15 +475,17 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
     expect(done.headers.get("Location")).toBe("/inbox/unread?page=2#top");
   });
 
-  it("lands on / by default, and / shows the browser who signed in, not a JSON 404 (SPEC §9.4)", async () => {
+  it("lands on / (the dashboard) by default, whose API calls the new session cookie then authenticates (SPEC §9.4)", async () => {
     const user = await createExternalUser("oidc");
     await oidcNextLogin(oidcAccount(user.email));
     const { done, jar } = await signIn(OIDC_CALLBACK);
     expect(done.headers.get("Location")).toBe("/");
-    const landing = await herald(new URL("/", HERALD), jar);
-    expect(landing.status).toBe(200);
-    expect(landing.headers.get("Content-Type")).toMatch(/^text\/html/);
-    expect(await landing.text()).toContain(`You are signed in as <code>${user.username}</code>`);
+    const dashboard = await herald(new URL("/", HERALD), jar);
+    expect(dashboard.status).toBe(200);
+    expect(dashboard.headers.get("Content-Type")).toMatch(/^text\/html/);
+    const me = await herald(new URL("/api/v2/users/me", HERALD), jar);
+    expect(me.status).toBe(200);
+    expect(await me.json()).toMatchObject({ username: user.username });
   });
 
   it("sends the browser back to a dashboard on an origin in CORS_ALLOWED_ORIGINS, and nowhere else (SPEC §9.4)", async () => {

@@ -80,6 +80,18 @@ describe("N3 GET /notifications/inbox (SPEC §4)", () => {
     expect((await list(user.token)).notifications).toHaveLength(25);
   });
 
+  // docs/inbox.md: the list renders like the watch, so a client that shows plain text shows both alike (the dashboard).
+  it("format=plaintext renders title and content as the watch does; markdown (the default) leaves them as stored", async () => {
+    const user = await createUser();
+    const stored = await deliver(user.id, { title: "Build **failed**", content: "See [the log](https://ci.example.com/1)." });
+    const plain = await list(user.token, "?format=plaintext");
+    expect(plain.notifications[0]).toMatchObject({ id: stored.id, title: "Build failed", content: "See the log (https://ci.example.com/1)." });
+    expect((await list(user.token)).notifications[0]).toMatchObject({ title: stored.title, content: stored.content });
+    expect((await list(user.token, "?format=markdown")).notifications[0]?.title).toBe(stored.title);
+    const body = await expectError(await call("GET", "/notifications/inbox?format=html", { token: user.token }), 400, Messages.validation);
+    expect(body.validations?.[0]?.field).toBe("format");
+  });
+
   it("limit is 1..100", async () => {
     const user = await createUser();
     await deliver(user.id);

@@ -1,5 +1,6 @@
 import Argon2, { Argon2Type, Argon2Version } from "@phi-ag/argon2";
 import wasm from "@phi-ag/argon2/argon2.wasm";
+import { timingSafeEqualBytes } from "../../lib/crypto";
 
 /** OWASP's argon2id baseline (19 MiB, 2 passes, 1 lane): strong, yet within a request's CPU and memory budget. */
 export const CURRENT_ARGON2_PARAMS = {
@@ -84,7 +85,7 @@ async function argon2Matches(encoded: string, password: string): Promise<boolean
   }
 }
 
-function decodeRawBase64(text: string): Uint8Array | undefined {
+function decodeRawBase64(text: string): Uint8Array<ArrayBuffer> | undefined {
   if (text.length % 4 === 1) return undefined;
   try {
     return Uint8Array.from(atob(text + "=".repeat((4 - (text.length % 4)) % 4)), (c) => c.charCodeAt(0));
@@ -106,8 +107,8 @@ function parseArgon2id(encoded: string): { v: number; m: number; t: number; p: n
 
 interface Pbkdf2Hash {
   iterations: number;
-  salt: Uint8Array;
-  key: Uint8Array;
+  salt: Uint8Array<ArrayBuffer>;
+  key: Uint8Array<ArrayBuffer>;
 }
 
 function parsePbkdf2(encoded: string): Pbkdf2Hash | undefined {
@@ -130,7 +131,7 @@ async function pbkdf2Matches({ iterations, salt, key }: Pbkdf2Hash, password: st
       material,
       PBKDF2_KEY_BYTES * 8,
     );
-    return crypto.subtle.timingSafeEqual(derived, key);
+    return timingSafeEqualBytes(derived, key);
   } catch {
     return false;
   }

@@ -4,9 +4,9 @@ const TIMEOUT_MS = 10_000;
 const encoder = new TextEncoder();
 
 /** Standard Webhooks: a `whsec_` secret is base64 key material; any other secret is used as its UTF-8 bytes. */
-function secretBytes(secret: string): Uint8Array {
+function secretBytes(secret: string): Uint8Array<ArrayBuffer> {
   if (secret.startsWith("whsec_")) return Uint8Array.from(atob(secret.slice(6)), (c) => c.charCodeAt(0));
-  return encoder.encode(secret);
+  return Uint8Array.from(encoder.encode(secret));
 }
 
 export async function standardWebhookSignature(secret: string, id: string, timestamp: number, body: string): Promise<string> {

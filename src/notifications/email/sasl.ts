@@ -21,8 +21,8 @@ export function chooseMechanism(offered: readonly string[], encrypted: boolean):
 }
 
 /** HMAC-MD5 (RFC 2104) over WebCrypto's MD5 digest; WebCrypto offers no HMAC with MD5 itself. */
-async function hmacMd5(key: Uint8Array, message: Uint8Array): Promise<Uint8Array> {
-  const md5 = async (data: Uint8Array) => new Uint8Array(await crypto.subtle.digest("MD5", data));
+async function hmacMd5(key: Uint8Array<ArrayBuffer>, message: Uint8Array<ArrayBuffer>): Promise<Uint8Array> {
+  const md5 = async (data: Uint8Array<ArrayBuffer>) => new Uint8Array(await crypto.subtle.digest("MD5", data));
   const block = new Uint8Array(64);
   block.set(key.length > 64 ? await md5(key) : key);
   const inner = new Uint8Array(64 + message.length);
@@ -39,7 +39,7 @@ async function hmacMd5(key: Uint8Array, message: Uint8Array): Promise<Uint8Array
 /** The CRAM-MD5 response (RFC 2195): `user hex(HMAC-MD5(password, challenge))`, base64-encoded. */
 export async function cramMd5Response(username: string, password: string, challengeBase64: string): Promise<string> {
   const challenge = Uint8Array.from(atob(challengeBase64.trim()), (c) => c.charCodeAt(0));
-  const digest = await hmacMd5(encoder.encode(password), challenge);
+  const digest = await hmacMd5(Uint8Array.from(encoder.encode(password)), challenge);
   const hex = Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
   return base64Text(`${username} ${hex}`);
 }

@@ -1,0 +1,165 @@
+import type { ComponentChildren } from "preact";
+import { useEffect, useRef } from "preact/hooks";
+import "./admin.css";
+
+/**
+ * A table that scrolls sideways inside its own box at 360 px instead of widening the page. The box is a labelled,
+ * focusable region so a keyboard user can scroll it too (a table of plain text has nothing else to focus).
+ */
+export function DataTable({ label, children }: { label: string; children: ComponentChildren }) {
+  return (
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable by keyboard (WCAG 2.1.1).
+    <section class="table-wrap admin-table" aria-label={label} tabIndex={0}>
+      <table>
+        <caption class="visually-hidden">{label}</caption>
+        {children}
+      </table>
+    </section>
+  );
+}
+
+/** Column headings, each a `<th scope="col">`. */
+export function Head({ columns }: { columns: readonly string[] }) {
+  return (
+    <thead>
+      <tr>
+        {columns.map((column) => (
+          <th key={column} scope="col">
+            {column}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
+}
+
+export interface Option {
+  value: string;
+  label: string;
+}
+
+/** A labelled `<select>`; `name` makes its id, so it must be unique on the page. */
+export function SelectField({
+  label,
+  name,
+  value,
+  options,
+  onValue,
+  disabled,
+}: {
+  label: string;
+  name: string;
+  value: string;
+  options: readonly Option[];
+  onValue(value: string): void;
+  disabled?: boolean;
+}) {
+  const id = `field-${name}`;
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      <select id={id} name={name} value={value} disabled={disabled} onChange={(event) => onValue(event.currentTarget.value)}>
+        {options.map((option) => (
+          <option key={option.value} value={option.value}>
+            {option.label}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+/** A labelled `<textarea>` whose API validation message is tied to it, as `Field` does for inputs. */
+export function TextAreaField({
+  label,
+  name,
+  value,
+  onValue,
+  hint,
+  error,
+  rows = 4,
+}: {
+  label: string;
+  name: string;
+  value: string;
+  onValue(value: string): void;
+  hint?: string;
+  error?: string | undefined;
+  rows?: number;
+}) {
+  const id = `field-${name}`;
+  const described = [hint ? `${id}-hint` : "", error ? `${id}-error` : ""].filter(Boolean).join(" ");
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      <textarea
+        id={id}
+        name={name}
+        rows={rows}
+        value={value}
+        onInput={(event) => onValue(event.currentTarget.value)}
+        aria-invalid={error ? "true" : undefined}
+        aria-describedby={described || undefined}
+      />
+      {hint ? (
+        <small id={`${id}-hint`} class="hint">
+          {hint}
+        </small>
+      ) : null}
+      {error ? (
+        <small id={`${id}-error`} class="field-error">
+          {error}
+        </small>
+      ) : null}
+    </div>
+  );
+}
+
+/** A status word in a pill; the tone only repeats what the word says, so colour is never the only signal. */
+export function Pill({ tone, children }: { tone: "ok" | "danger" | "muted" | "accent" | "plain"; children: ComponentChildren }) {
+  return <span class={`status pill-${tone}`}>{children}</span>;
+}
+
+/** `more` after `shown`, leaving out what is shown already (offset pages shift when rows are added meanwhile). */
+export function appendNew<T extends { id: string }>(shown: readonly T[], more: readonly T[]): T[] {
+  const ids = new Set(shown.map((item) => item.id));
+  return [...shown, ...more.filter((item) => !ids.has(item.id))];
+}
+
+/** The first block of an id, with the whole id for hover and copy. */
+export function ShortId({ id }: { id: string }) {
+  return (
+    <code class="short-id" title={id}>
+      {id.slice(0, 8)}
+    </code>
+  );
+}
+
+/**
+ * Runs `tick` every `ms` while `active`, one call at a time, and stops when `active` turns false or the page unmounts
+ * (the timer is the effect's, so leaving the page clears it).
+ */
+export function usePolling(active: boolean, ms: number, tick: () => Promise<unknown>) {
+  const latest = useRef(tick);
+  latest.current = tick;
+  useEffect(() => {
+    if (!active) return;
+    let stopped = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const next = () => {
+      timer = setTimeout(async () => {
+        try {
+          await latest.current();
+        } catch {
+          // A failed refresh is tried again on the next tick; the page keeps what it last showed.
+        }
+        if (!stopped) next();
+      }, ms);
+    };
+    next();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
+  }, [active, ms]);
+}

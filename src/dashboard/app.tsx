@@ -1,0 +1,191 @@
+import type { ComponentChildren } from "preact";
+import { useEffect } from "preact/hooks";
+import { AdminBroadcastsPage } from "./admin/broadcasts";
+import { AdminMessagesPage } from "./admin/messages";
+import { AdminNotifierPage } from "./admin/notifier";
+import { AdminTemplatesPage } from "./admin/templates";
+import { AdminUsersPage } from "./admin/users";
+import { AccountPage } from "./account/account";
+import { PreferencesPage } from "./account/preferences";
+import { onSignedOut } from "./api";
+import { InboxPage } from "./inbox/page";
+import { connection, startLive, stopLive, unreadCount } from "./inbox/live";
+import { href, navigate, type Route, useRoute } from "./router";
+import { isAdmin, type Me, refreshSession, session, signOut } from "./session";
+import { ResetPasswordPage } from "./signin/reset-password";
+import { SetupPage } from "./signin/setup";
+import { SignInPage } from "./signin/sign-in";
+import { Loading } from "./ui/components";
+import { useStore } from "./ui/store";
+import { asTheme, theme } from "./ui/theme";
+
+/** Pages anyone may open without a session. */
+const PUBLIC: readonly Route[] = ["sign-in", "setup", "reset-password"];
+const ADMIN: readonly Route[] = ["admin/users", "admin/notifier", "admin/templates", "admin/messages", "admin/broadcasts"];
+
+export function App() {
+  const state = useStore(session);
+  const route = useRoute();
+
+  useEffect(() => {
+    void refreshSession();
+    return onSignedOut(() => void refreshSession());
+  }, []);
+
+  // Where each state may be: a fresh deployment only sets up, a signed-out person only signs in (or resets a
+  // password), a signed-in one never sees those pages and lands on the inbox.
+  useEffect(() => {
+    if (state.kind === "setup" && route !== "setup") navigate("setup");
+    if (state.kind === "signed-out" && (route === undefined || !PUBLIC.includes(route) || route === "setup")) navigate("sign-in");
+    if (state.kind === "signed-in") {
+      if (route === undefined || PUBLIC.includes(route)) navigate("inbox");
+      else if (ADMIN.includes(route) && !isAdmin(state.me)) navigate("inbox");
+    }
+  }, [state, route]);
+
+  // The live inbox runs while someone is signed in, on every page: the badge and the title follow it.
+  const meId = state.kind === "signed-in" ? state.me.id : undefined;
+  useEffect(() => {
+    if (meId === undefined) return;
+    void startLive().catch(() => undefined);
+    return stopLive;
+  }, [meId]);
+
+  if (state.kind === "loading") return <Loading what="Herald" />;
+  if (state.kind === "setup") return <Frame>{<SetupPage />}</Frame>;
+  if (state.kind === "signed-out") {
+    return <Frame>{route === "reset-password" ? <ResetPasswordPage /> : <SignInPage methods={state.methods} />}</Frame>;
+  }
+  return (
+    <Frame me={state.me} route={route}>
+      <SignedInPage route={route} me={state.me} />
+    </Frame>
+  );
+}
+
+function SignedInPage({ route, me }: { route: Route | undefined; me: Me }) {
+  switch (route) {
+    case "preferences":
+      return <PreferencesPage me={me} />;
+    case "account":
+      return <AccountPage me={me} />;
+    case "admin/users":
+      return <AdminUsersPage me={me} />;
+    case "admin/notifier":
+      return <AdminNotifierPage me={me} />;
+    case "admin/templates":
+      return <AdminTemplatesPage me={me} />;
+    case "admin/messages":
+      return <AdminMessagesPage />;
+    case "admin/broadcasts":
+      return <AdminBroadcastsPage />;
+    default:
+      return <InboxPage me={me} />;
+  }
+}
+
+/** The unread count in the tab's title, "(3) Inbox · Herald", for whatever page is open. */
+function useTitleCount(count: number | undefined) {
+  useEffect(() => {
+    const base = document.title.replace(/^\(\d+\+?\) /, "");
+    document.title = count ? `(${count > 99 ? "99+" : count}) ${base}` : base;
+  });
+}
+
+function Frame({ me, route, children }: { me?: Me; route?: Route | undefined; children: ComponentChildren }) {
+  const unread = useStore(unreadCount);
+  const status = useStore(connection);
+  useTitleCount(me ? unread : undefined);
+  return (
+    <>
+      <a class="skip-link" href="#main">
+        Skip to content
+      </a>
+      <header class="topbar">
+        <a class="brand" href={me ? href("inbox") : href("sign-in")}>
+          Herald
+        </a>
+        {me ? (
+          <nav aria-label="Main">
+            <ul>
+              <NavLink route="inbox" current={route}>
+                Inbox{" "}
+                {unread ? (
+                  <span class="badge" data-testid="unread-badge">
+                    {unread > 99 ? "99+" : unread}
+                    <span class="visually-hidden"> unread</span>
+                  </span>
+                ) : null}
+              </NavLink>
+              <NavLink route="preferences" current={route}>
+                Preferences
+              </NavLink>
+              <NavLink route="account" current={route}>
+                Account
+              </NavLink>
+              {isAdmin(me) ? (
+                <>
+                  <NavLink route="admin/users" current={route}>
+                    Users
+                  </NavLink>
+                  <NavLink route="admin/notifier" current={route}>
+                    Notifier
+                  </NavLink>
+                  <NavLink route="admin/templates" current={route}>
+                    Templates
+                  </NavLink>
+                  <NavLink route="admin/messages" current={route}>
+                    Messages
+                  </NavLink>
+                  <NavLink route="admin/broadcasts" current={route}>
+                    Broadcasts
+                  </NavLink>
+                </>
+              ) : null}
+            </ul>
+          </nav>
+        ) : null}
+        <div class="topbar-end">
+          {me ? (
+            <span class={`live live-${status}`} role="status" title="Live updates">
+              {status === "open" ? "Live" : status === "stopped" ? "Offline" : "Connecting…"}
+            </span>
+          ) : null}
+          <ThemePicker />
+          {me ? (
+            <button type="button" class="button-quiet" onClick={() => void signOut()}>
+              Sign out
+            </button>
+          ) : null}
+        </div>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {children}
+      </main>
+    </>
+  );
+}
+
+function NavLink({ route, current, children }: { route: Route; current: Route | undefined; children: ComponentChildren }) {
+  return (
+    <li>
+      <a href={href(route)} aria-current={route === current ? "page" : undefined}>
+        {children}
+      </a>
+    </li>
+  );
+}
+
+function ThemePicker() {
+  const value = useStore(theme);
+  return (
+    <label class="theme-picker">
+      <span class="visually-hidden">Theme</span>
+      <select value={value} onChange={(event) => theme.set(asTheme(event.currentTarget.value))}>
+        <option value="system">System theme</option>
+        <option value="light">Light</option>
+        <option value="dark">Dark</option>
+      </select>
+    </label>
+  );
+}

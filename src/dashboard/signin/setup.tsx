@@ -1,0 +1,61 @@
+import { useState } from "preact/hooks";
+import { api, call } from "../api";
+import { refreshSession } from "../session";
+import { useAction } from "../ui/action";
+import { Field, Page, ProblemAlert } from "../ui/components";
+
+/** A fresh deployment: the first account, which becomes the owner, then signed in at once. */
+export function SetupPage() {
+  const [email, setEmail] = useState("");
+  const [username, setUsername] = useState("");
+  const [name, setName] = useState("");
+  const [password, setPassword] = useState("");
+  const create = useAction(async () => {
+    await call(api.users.first.$post({ json: { email, username, password, ...(name ? { name } : {}) } }));
+    await call(api.users.login.$post({ json: { email, password } }));
+    await refreshSession();
+  });
+  return (
+    <Page title="Set up Herald">
+      <div class="narrow">
+        <p>There is no account yet. The first one is the owner: it can create users, pause the notifier and send broadcasts.</p>
+        <form
+          class="card stack"
+          onSubmit={(event) => {
+            event.preventDefault();
+            void create.run();
+          }}
+        >
+          <ProblemAlert problem={create.problem} />
+          <Field label="E-mail" type="email" name="email" autocomplete="email" required value={email} onValue={setEmail} problem={create.problem} problemField="email" />
+          <Field
+            label="Username"
+            name="username"
+            autocomplete="username"
+            required
+            value={username}
+            onValue={setUsername}
+            problem={create.problem}
+            problemField="username"
+            hint="Letters, digits and single hyphens; up to 32 characters."
+          />
+          <Field label="Name (optional)" name="name" autocomplete="name" value={name} onValue={setName} problem={create.problem} problemField="name" />
+          <Field
+            label="Password"
+            type="password"
+            name="password"
+            autocomplete="new-password"
+            required
+            value={password}
+            onValue={setPassword}
+            problem={create.problem}
+            problemField="password"
+          />
+          <button type="submit" class="button-primary" disabled={create.pending}>
+            {create.pending ? "Creating…" : "Create the owner account"}
+          </button>
+        </form>
+      </div>
+    </Page>
+  );
+}

@@ -1,0 +1,516 @@
+import { type ChangeFrame, type NotificationFrame, type WatchHandle, type WatchStatus, watchInbox } from "../client/watch";
+import type { InboxNotification } from "../inbox/model";
+import { type Credentials, HttpError, listInbox, markAllRead, markRead } from "./api";
+import { bellIcon, checkIcon, fullTime, h, relativeTime, safeHref } from "./dom";
+import { stylesheet } from "./styles";
+
+/** docs/embed.md, "Attributes, properties, methods": what the element is doing, also sent as the `herald-status` event. */
+export type HeraldInboxState = "idle" | "connecting" | "live" | "reconnecting" | "unauthorized" | "error";
+
+interface Settings extends Credentials {
+  limit: number;
+}
+
+const DEFAULT_LIMIT = 20;
+/** What a subprotocol and a header value may carry (RFC 9110 token): anything else could never authenticate. */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** Retries of a failed first list: full jitter over min(30 s, 1 s · 2^attempt), like the watch's own backoff. */
+const RETRY_MS = 1000;
+const RETRY_MAX_MS = 30_000;
+
+const STATUS_TEXT: Partial<Record<HeraldInboxState, string>> = {
+  connecting: "Loading…",
+  reconnecting: "Connection lost. Reconnecting…",
+  unauthorized: "Sign in to see your notifications.",
+  error: "Notifications are unavailable.",
+};
+
+/**
+ * `<herald-inbox server="https://herald.example.com">`: a bell with the unread count and a panel listing the newest
+ * notifications, kept live by the typed client's `watchInbox()` (docs/embed.md). The token, when the page gives
+ * one, lives only in a private field.
+ */
+export class HeraldInbox extends HTMLElement {
+  static observedAttributes = ["server", "limit"];
+
+  #token: string | undefined;
+  readonly #root: ShadowRoot;
+  readonly #bell: HTMLButtonElement;
+  readonly #badge: HTMLSpanElement;
+  readonly #panel: HTMLElement;
+  readonly #status: HTMLParagraphElement;
+  readonly #empty: HTMLParagraphElement;
+  readonly #list: HTMLUListElement;
+  readonly #markAll: HTMLButtonElement;
+  readonly #announcer: HTMLParagraphElement;
+
+  /** What the running connection was started with; compared with the wanted settings after every change. */
+  #settings: Settings | undefined;
+  /** Bumped by every stop: an answer or frame from an older connection is dropped. */
+  #generation = 0;
+  #watch: WatchHandle | undefined;
+  #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  #attempt = 0;
+  #scheduled = false;
+  #state: HeraldInboxState = "idle";
+  /** A failed action, shown until the next one. */
+  #notice = "";
+  #items: InboxNotification[] = [];
+  #unread: number | undefined;
+  /** The seq of the state the last list showed: frames at or below it are already in it. */
+  #listSeq = -1;
+  #views = new Map<string, HTMLLIElement>();
+  #viewKeys = new WeakMap<HTMLLIElement, string>();
+  #open = false;
+
+  constructor() {
+    super();
+    this.#root = this.attachShadow({ mode: "open" });
+    this.#root.adoptedStyleSheets = [stylesheet()];
+    this.#badge = h("span", { class: "badge", part: "badge", "aria-hidden": "true", hidden: true });
+    this.#bell = h(
+      "button",
+      { type: "button", class: "bell", part: "bell", "aria-expanded": "false", "aria-controls": "panel", "aria-label": "Notifications" },
+      bellIcon(),
+      this.#badge,
+    );
+    this.#markAll = h("button", { type: "button", class: "text-button", part: "mark-all", disabled: true }, "Mark all as read");
+    this.#status = h("p", { class: "status", part: "status", hidden: true });
+    this.#empty = h("p", { class: "empty", part: "empty", hidden: true }, "No notifications yet.");
+    // Focusable, so a list taller than the panel can be scrolled from the keyboard even when it holds no button.
+    this.#list = h("ul", { part: "list", "aria-labelledby": "heading", tabindex: "0", hidden: true });
+    this.#panel = h(
+      "section",
+      { id: "panel", class: "panel", part: "panel", "aria-labelledby": "heading", hidden: true },
+      h("div", { class: "head" }, h("h2", { id: "heading", part: "heading" }, "Notifications"), this.#markAll),
+      this.#status,
+      this.#empty,
+      this.#list,
+    );
+    // Outside the panel, so counts are announced (politely) whether or not it is open.
+    this.#announcer = h("p", { class: "sr", role: "status", "aria-live": "polite", "aria-atomic": "true" });
+    this.#root.append(this.#bell, this.#panel, this.#announcer);
+
+    this.#bell.addEventListener("click", () => this.#toggle(!this.#open));
+    this.#markAll.addEventListener("click", () => void this.#readAll());
+    this.#root.addEventListener("keydown", (event) => {
+      if (!(event instanceof KeyboardEvent) || event.key !== "Escape" || !this.#open) return;
+      // Handled here: an enclosing dialog of the host page should not close with the panel.
+      event.stopPropagation();
+      this.#toggle(false, true);
+    });
+    this.#root.addEventListener("focusout", (event) => {
+      const next = event instanceof FocusEvent ? event.relatedTarget : null;
+      if (this.#open && next instanceof Node && !this.#root.contains(next)) this.#toggle(false);
+    });
+
+    // A token set before this module defined the element landed on the element itself: take it into the private field.
+    if (Object.hasOwn(this, "token")) {
+      const early: unknown = Reflect.get(this, "token");
+      Reflect.deleteProperty(this, "token");
+      this.token = typeof early === "string" ? early : undefined;
+    }
+  }
+
+  /**
+   * Write-only (docs/embed.md, "Attributes, properties, methods"): sets the token the element authenticates with, kept in memory only;
+   * `undefined`, `null` or "" goes back to the session cookie. Reading it always gives `undefined`, so no other script
+   * can read the token back from the element.
+   */
+  set token(value: string | null | undefined) {
+    const token = typeof value === "string" && value.trim() !== "" ? value.trim() : undefined;
+    if (token === this.#token) return;
+    this.#token = token;
+    this.#schedule();
+  }
+
+  get token(): undefined {
+    return undefined;
+  }
+
+  /** The caller's unread count, as Herald last reported it; undefined until the first list. */
+  get unreadCount(): number | undefined {
+    return this.#unread;
+  }
+
+  get state(): HeraldInboxState {
+    return this.#state;
+  }
+
+  /**
+   * Lists and connects again with the same settings: for a page whose user signed in again (cookie mode) after the
+   * element reported `unauthorized`. A new token needs no call: setting it reconnects.
+   */
+  reconnect(): void {
+    this.#stop();
+    this.#schedule();
+  }
+
+  connectedCallback(): void {
+    this.#schedule();
+  }
+
+  disconnectedCallback(): void {
+    this.#toggle(false);
+    this.#schedule();
+  }
+
+  attributeChangedCallback(): void {
+    this.#schedule();
+  }
+
+  /**
+   * Settings change in bursts (the parser sets attributes, a script sets the token; moving the element disconnects and
+   * reconnects it): reconcile once, after the burst.
+   */
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    queueMicrotask(() => {
+      this.#scheduled = false;
+      this.#sync();
+    });
+  }
+
+  /** The settings the attributes and the token ask for, "error" when they cannot work, undefined when detached. */
+  #wanted(): Settings | "error" | undefined {
+    if (!this.isConnected) return undefined;
+    let server: URL;
+    try {
+      server = new URL(this.getAttribute("server") ?? "");
+    } catch {
+      return "error";
+    }
+    if (server.protocol !== "https:" && server.protocol !== "http:") return "error";
+    if (this.#token !== undefined && !TOKEN.test(this.#token)) return "error";
+    const limit = Number(this.getAttribute("limit") ?? DEFAULT_LIMIT);
+    return {
+      server: server.origin,
+      token: this.#token,
+      limit: Number.isInteger(limit) && limit >= 1 && limit <= 100 ? limit : DEFAULT_LIMIT,
+    };
+  }
+
+  #sync(): void {
+    const wanted = this.#wanted();
+    const current = this.#settings;
+    if (
+      typeof wanted === "object" &&
+      current &&
+      wanted.server === current.server &&
+      wanted.token === current.token &&
+      wanted.limit === current.limit
+    ) {
+      return;
+    }
+    this.#stop();
+    this.#items = [];
+    this.#unread = undefined;
+    this.#listSeq = -1;
+    if (typeof wanted !== "object") {
+      this.#setState(wanted ?? "idle");
+      this.#render();
+      return;
+    }
+    this.#settings = wanted;
+    void this.#start(this.#generation, wanted);
+  }
+
+  #stop(): void {
+    this.#generation += 1;
+    this.#settings = undefined;
+    this.#watch?.close();
+    this.#watch = undefined;
+    clearTimeout(this.#retryTimer);
+    this.#attempt = 0;
+    this.#notice = "";
+  }
+
+  /** List, then watch from the list's seq: the watch replays whatever happened since (docs/inbox.md, "Sequenced sync"). */
+  async #start(generation: number, settings: Settings): Promise<void> {
+    this.#setState(this.#state === "reconnecting" ? "reconnecting" : "connecting");
+    let seq: number;
+    try {
+      seq = await this.#load(generation, settings);
+    } catch (error) {
+      if (generation !== this.#generation) return;
+      const status = error instanceof HttpError ? error.status : 0;
+      if (status === 401) return this.#setState("unauthorized");
+      // A refused scope or Origin (403) or a request Herald does not understand will not get better by retrying.
+      if (status >= 400 && status < 500 && status !== 408 && status !== 429) return this.#setState("error");
+      this.#setState("reconnecting");
+      const delay = Math.round(Math.random() * Math.min(RETRY_MAX_MS, RETRY_MS * 2 ** this.#attempt));
+      this.#attempt += 1;
+      this.#retryTimer = setTimeout(() => {
+        if (generation === this.#generation) void this.#start(generation, settings);
+      }, delay);
+      return;
+    }
+    if (generation !== this.#generation) return;
+    this.#attempt = 0;
+    this.#watch = watchInbox({
+      baseUrl: settings.server,
+      token: settings.token,
+      format: "plaintext",
+      sync: true,
+      afterSeq: seq,
+      onNotification: (frame) => {
+        if (generation === this.#generation) this.#arrived(frame);
+      },
+      onChange: (frame) => {
+        if (generation === this.#generation) this.#changed(frame);
+      },
+      // The events after the last delivered seq are gone (4409): list again and resume from that list's seq.
+      onResync: () => this.#load(generation, settings),
+      onStatus: (status, detail) => {
+        if (generation === this.#generation) this.#watchStatus(status, detail);
+      },
+    });
+  }
+
+  /** Lists the inbox into the element; returns the list's seq. Throws on failure (the watch retries a resync). */
+  async #load(generation: number, settings: Settings): Promise<number> {
+    const page = await listInbox(settings, settings.limit);
+    if (generation !== this.#generation) throw new Error("superseded");
+    this.#items = page.notifications.filter(visible);
+    this.#listSeq = page.seq;
+    this.#setUnread(page.unread_count, false);
+    this.#render();
+    return page.seq;
+  }
+
+  /**
+   * A change showed an item this copy never had (unarchived elsewhere): list again. A list older than frames already
+   * applied would undo them, so such a list is read again (a few times at most).
+   */
+  async #refresh(generation: number, settings: Settings, tries = 3): Promise<void> {
+    try {
+      const seq = await this.#load(generation, settings);
+      const delivered = this.#watch?.seq;
+      if (delivered !== undefined && seq < delivered && tries > 1) await this.#refresh(generation, settings, tries - 1);
+    } catch {
+      // The next change or reconnect lists again; the count, from frames, stays right meanwhile.
+    }
+  }
+
+  #watchStatus(status: WatchStatus, detail: string | undefined): void {
+    if (status === "open") this.#setState("live");
+    else if (status === "reconnecting") this.#setState("reconnecting");
+    else if (status === "stopped" && detail !== "closed") this.#setState("unauthorized");
+  }
+
+  #arrived(frame: NotificationFrame): void {
+    if (frame.seq <= this.#listSeq) return;
+    const notification = frame.notification;
+    const limit = this.#settings?.limit ?? DEFAULT_LIMIT;
+    this.#items = [notification, ...this.#items.filter((item) => item.id !== notification.id)].slice(0, limit);
+    this.#setUnread(frame.unread_count, false);
+    this.#render();
+    const name = notification.title || notification.content;
+    this.#announce(`New notification: ${name}. ${frame.unread_count} unread.`);
+    // A copy: the page's listeners cannot change what the element shows.
+    this.dispatchEvent(new CustomEvent("herald-notification", { detail: structuredClone(notification), bubbles: true, composed: true }));
+  }
+
+  #changed(frame: ChangeFrame): void {
+    if (frame.seq <= this.#listSeq) return;
+    const { change } = frame;
+    const fields: Partial<InboxNotification> = {};
+    if (change.read_at !== undefined) fields.read_at = change.read_at;
+    if (change.archived_at !== undefined) fields.archived_at = change.archived_at;
+    if (change.snoozed_until !== undefined) fields.snoozed_until = change.snoozed_until;
+    // `all` (mark-all-as-read) changed every item that was unread: neither read nor snoozed (docs/inbox.md).
+    const ids = "ids" in change ? new Set(change.ids) : undefined;
+    const applies = (item: InboxNotification) => (ids ? ids.has(item.id) : item.read_at === null && item.snoozed_until === null);
+    const unseen = ids !== undefined && [...ids].some((id) => !this.#views.has(id));
+    this.#items = this.#items.map((item) => (applies(item) ? { ...item, ...fields } : item)).filter(visible);
+    this.#setUnread(frame.unread_count, true);
+    this.#render();
+    const settings = this.#settings;
+    if (unseen && (change.archived_at === null || change.snoozed_until === null) && settings) {
+      void this.#refresh(this.#generation, settings);
+    }
+  }
+
+  async #read(id: string): Promise<void> {
+    const settings = this.#settings;
+    if (!settings) return;
+    const generation = this.#generation;
+    try {
+      const answer = await markRead(settings, id);
+      if (generation !== this.#generation) return;
+      this.#notice = "";
+      this.#items = this.#items.map((item) => (item.id === id ? { ...item, read_at: answer.notification.read_at } : item));
+      // While live, the change frame brings the count in seq order; an answer could be older than a frame already applied.
+      if (this.#state !== "live") this.#setUnread(answer.unread_count, true);
+      this.#render();
+    } catch {
+      if (generation === this.#generation) this.#fail("The notification could not be marked as read.");
+    }
+  }
+
+  async #readAll(): Promise<void> {
+    const settings = this.#settings;
+    if (!settings) return;
+    const generation = this.#generation;
+    try {
+      await markAllRead(settings);
+      if (generation !== this.#generation) return;
+      this.#notice = "";
+      if (this.#state !== "live") {
+        const now = new Date().toISOString();
+        this.#items = this.#items.map((item) => (item.read_at === null && item.snoozed_until === null ? { ...item, read_at: now } : item));
+        this.#setUnread(0, true);
+      }
+      this.#render();
+    } catch {
+      if (generation === this.#generation) this.#fail("The notifications could not be marked as read.");
+    }
+  }
+
+  #fail(message: string): void {
+    this.#notice = message;
+    this.#render();
+    this.#announce(message);
+  }
+
+  #setState(state: HeraldInboxState): void {
+    if (state === this.#state) return;
+    this.#state = state;
+    this.#render();
+    this.dispatchEvent(new CustomEvent("herald-status", { detail: { state }, bubbles: true, composed: true }));
+  }
+
+  #setUnread(count: number, announce: boolean): void {
+    if (count === this.#unread) return;
+    const first = this.#unread === undefined;
+    this.#unread = count;
+    if (announce && !first) this.#announce(`${count} unread ${count === 1 ? "notification" : "notifications"}.`);
+    this.dispatchEvent(new CustomEvent("herald-unread-count", { detail: { unreadCount: count }, bubbles: true, composed: true }));
+  }
+
+  #announce(message: string): void {
+    this.#announcer.textContent = message;
+  }
+
+  #toggle(open: boolean, focusBell = false): void {
+    if (open === this.#open) return;
+    this.#open = open;
+    this.#panel.hidden = !open;
+    this.#bell.setAttribute("aria-expanded", String(open));
+    if (open) {
+      document.addEventListener("click", this.#outside, true);
+      this.#render(true);
+    } else {
+      document.removeEventListener("click", this.#outside, true);
+      if (focusBell) this.#bell.focus();
+    }
+  }
+
+  /** A click anywhere outside the element closes the panel (the path crosses the shadow boundary, so it sees inside). */
+  readonly #outside = (event: Event): void => {
+    if (!event.composedPath().includes(this)) this.#toggle(false);
+  };
+
+  #render(times = false): void {
+    const unread = this.#unread;
+    this.#bell.setAttribute("aria-label", unread === undefined ? "Notifications" : `Notifications, ${unread} unread`);
+    this.#badge.hidden = !unread;
+    this.#badge.textContent = unread !== undefined && unread > 99 ? "99+" : String(unread ?? 0);
+    this.#markAll.disabled = !unread;
+
+    // A list already shown stays while reconnecting; the status line says it may be stale.
+    const loaded = unread !== undefined;
+    const status = this.#notice || (this.#state === "connecting" && loaded ? "" : (STATUS_TEXT[this.#state] ?? ""));
+    this.#status.hidden = status === "";
+    this.#status.textContent = status;
+    this.#empty.hidden = this.#items.length > 0 || !loaded;
+    this.#list.hidden = this.#items.length === 0;
+
+    const wanted = new Set(this.#items.map((item) => item.id));
+    for (const [id, view] of this.#views) {
+      if (wanted.has(id)) continue;
+      view.remove();
+      this.#views.delete(id);
+    }
+    const now = Date.now();
+    this.#items.forEach((item, index) => {
+      const key = viewKey(item);
+      let view = this.#views.get(item.id);
+      if (!view || this.#viewKeys.get(view) !== key) {
+        const fresh = this.#itemView(item, now);
+        this.#viewKeys.set(fresh, key);
+        if (view) {
+          // The item changed (read): keep the keyboard where it was instead of dropping focus to the page.
+          const focused = this.#root.activeElement;
+          const hadFocus = focused !== null && view.contains(focused);
+          view.replaceWith(fresh);
+          if (hadFocus) fresh.focus();
+        }
+        this.#views.set(item.id, fresh);
+        view = fresh;
+      } else if (times) {
+        const time = view.querySelector("time");
+        if (time) time.textContent = relativeTime(item.created_at, now);
+      }
+      // Only misplaced items move: moving a node would take the focus out of it.
+      const at = this.#list.children[index];
+      if (at !== view) this.#list.insertBefore(view, at ?? null);
+    });
+  }
+
+  #itemView(item: InboxNotification, now: number): HTMLLIElement {
+    const unread = item.read_at === null;
+    const server = this.#settings?.server ?? location.origin;
+    const links = item.actions.flatMap((action) => {
+      const href = safeHref(action.url, server);
+      return href ? [h("a", { href, part: "action", target: "_blank", rel: "noopener noreferrer" }, action.label || href)] : [];
+    });
+    const markButton =
+      unread &&
+      h(
+        "button",
+        { type: "button", class: "read", part: "mark-read", "aria-label": `Mark as read: ${item.title || item.content}`, title: "Mark as read" },
+        checkIcon(),
+      );
+    const view = h(
+      "li",
+      { class: unread ? "unread" : undefined, part: unread ? "item unread" : "item", tabindex: "-1" },
+      h("span", { class: "dot", "aria-hidden": "true" }),
+      h(
+        "div",
+        { class: "body" },
+        h("p", { class: "title", part: "title", dir: "auto" }, unread && h("span", { class: "sr" }, "Unread: "), item.title),
+        h("p", { class: "content", part: "content", dir: "auto", hidden: item.content === "" }, item.content),
+        h(
+          "p",
+          { class: "meta" },
+          h("time", { datetime: item.created_at, title: fullTime(item.created_at), part: "time" }, relativeTime(item.created_at, now)),
+        ),
+        links.length > 0 && h("p", { class: "actions" }, ...links),
+      ),
+      markButton,
+    );
+    if (unread) {
+      // Clicking the item reads it (as its button does); a link also opens, in a new tab.
+      view.addEventListener("click", (event) => {
+        if (event.composedPath().some((node) => node instanceof HTMLButtonElement && node !== markButton)) return;
+        void this.#read(item.id);
+      });
+      view.addEventListener("keydown", (event) => {
+        if (event.key === "Enter" && event.target === view) void this.#read(item.id);
+      });
+    }
+    return view;
+  }
+}
+
+/** The list leaves archived and snoozed items out by default; a change that archives or snoozes one takes it away. */
+function visible(item: InboxNotification): boolean {
+  return item.archived_at === null && item.snoozed_until === null;
+}
+
+/** What decides an item's view: a new key rebuilds it. */
+function viewKey(item: InboxNotification): string {
+  return JSON.stringify([item.read_at !== null, item.title, item.content, item.created_at, item.actions]);
+}

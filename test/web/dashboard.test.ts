@@ -1,0 +1,121 @@
+import { createExecutionContext, SELF, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { authMethods } from "../../src/auth/methods";
+import { getConfig } from "../../src/config/config";
+import type { Env } from "../../src/env";
+import { Messages } from "../../src/http/errors";
+import { DASHBOARD_CSP } from "../../src/web/routes";
+import { call, createUser, fetchApp, json } from "../helpers";
+
+// What a browser loads (SPEC §9.4), and the public list of sign-in methods the dashboard's sign-in page reads (SPEC §7).
+
+/** The dashboard page and the files it names (docs/dashboard.md), fetched through the Worker as a browser would. */
+async function page(path = "/", init: RequestInit = {}): Promise<Response> {
+  return SELF.fetch(new URL(path, "http://localhost"), init);
+}
+
+/** Every `src` and `href` of the dashboard's HTML page. */
+async function linkedFiles(): Promise<string[]> {
+  const html = await (await page()).text();
+  return [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] ?? "");
+}
+
+describe("GET / : the dashboard (SPEC §9.4, docs/dashboard.md)", () => {
+  it("is the same HTML page for everyone, from Static Assets, under a strict Content-Security-Policy", async () => {
+    const res = await page();
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Type")).toMatch(/^text\/html/);
+    const csp = res.headers.get("Content-Security-Policy") ?? "";
+    expect(csp).toBe(DASHBOARD_CSP);
+    // No inline script or style may run, nothing loads from elsewhere, and the page cannot be framed.
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain("unsafe-inline");
+    expect(csp).not.toContain("unsafe-eval");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(res.headers.get("Cache-Control")).toBe("no-cache");
+    expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
+    const html = await res.text();
+    // Every script is a file of this origin: no inline script, no event handler attributes.
+    for (const tag of html.match(/<script[^>]*>/g) ?? []) expect(tag).toMatch(/ src="\/assets\/dashboard-[0-9a-f]{10}\.js"/);
+    expect(html).not.toMatch(/<script[^>]*>[^<]/);
+    expect(html).not.toMatch(/ on[a-z]+=/i);
+  });
+
+  it("is the same page whether or not a session cookie comes with it: nothing about the person is in it", async () => {
+    const user = await createUser();
+    const signedIn = await (await page("/", { headers: { Cookie: `service_session_token=${user.token}` } })).text();
+    expect(signedIn).toBe(await (await page()).text());
+    expect(signedIn).not.toContain(user.email);
+  });
+
+  it("names content-hashed script and style files that are served, cached for a year, with their types", async () => {
+    const files = (await linkedFiles()).filter((f) => f.startsWith("/assets/"));
+    expect(files.map((f) => f.replace(/-[0-9a-f]{10}\./, "-HASH."))).toEqual(["/assets/dashboard-HASH.css", "/assets/dashboard-HASH.js"]);
+    for (const file of files) {
+      const res = await page(file);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("Cache-Control")).toBe("public, max-age=31536000, immutable");
+      expect(res.headers.get("Content-Type")).toMatch(file.endsWith(".js") ? /javascript/ : /^text\/css/);
+      expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(0);
+    }
+  });
+
+  it("a path that is neither the API, the page nor one of its files is the JSON 404; the API keeps its routes", async () => {
+    for (const path of ["/nowhere", "/assets/dashboard-0000000000.js", "/index.html/x", "/embed/other.js"]) {
+      const res = await page(path);
+      expect(res.status, path).toBe(404);
+      expect(await json(res)).toEqual({ message: Messages.routeNotFound });
+    }
+    expect((await page("/healthz")).status).toBe(200);
+    expect((await call("GET", "/users/authmethods")).status).toBe(200);
+  });
+});
+
+describe("GET /embed/inbox.js: the embeddable inbox (SPEC §9.4, docs/embed.md)", () => {
+  it("is a JavaScript module that a page on an allowed origin may load with CORS, and no other origin", async () => {
+    const withOrigins = { ...env, CORS_ALLOWED_ORIGINS: "http://localhost:5173" } as Env;
+    const ctx = createExecutionContext();
+    const embed = (origin: string) => fetchApp(new Request("http://localhost/embed/inbox.js", { headers: { Origin: origin } }), withOrigins, ctx);
+    const allowed = await embed("http://localhost:5173");
+    expect(allowed.status).toBe(200);
+    expect(allowed.headers.get("Content-Type")).toMatch(/javascript/);
+    expect(allowed.headers.get("Access-Control-Allow-Origin")).toBe("http://localhost:5173");
+    expect(allowed.headers.get("Vary")).toContain("Origin");
+    expect(allowed.headers.get("Cross-Origin-Resource-Policy")).toBe("cross-origin");
+    expect(await allowed.text()).toContain("herald-inbox");
+    const other = await embed("https://evil.example.com");
+    expect(other.status).toBe(200);
+    expect(other.headers.get("Access-Control-Allow-Origin")).toBeNull();
+    await waitOnExecutionContext(ctx);
+  });
+});
+
+describe("GET /users/authmethods (SPEC §7)", () => {
+  it("is public, not read as a user name, and answers Coder's shape", async () => {
+    const res = await call("GET", "/users/authmethods");
+    expect(res.status).toBe(200);
+    expect(await json(res)).toEqual({
+      password: { enabled: true },
+      github: { enabled: true, default_provider_configured: false },
+      oidc: { enabled: true, signInText: "", iconUrl: "" },
+    });
+  });
+
+  it("follows the configuration: password sign-in off, providers off, OIDC button text and icon", () => {
+    const config = getConfig({
+      ...env,
+      PASSWORD_AUTH_DISABLED: "true",
+      GITHUB_CLIENT_ID: "",
+      GITHUB_CLIENT_SECRET: "",
+      OIDC_SIGN_IN_TEXT: "Sign in with Acme SSO",
+      OIDC_ICON_URL: "/icon/acme.svg",
+    } as Env);
+    expect(authMethods(config)).toEqual({
+      password: { enabled: false },
+      github: { enabled: false, default_provider_configured: false },
+      oidc: { enabled: true, signInText: "Sign in with Acme SSO", iconUrl: "/icon/acme.svg" },
+    });
+    expect(authMethods(getConfig({ ...env, OIDC_ISSUER_URL: "", OIDC_CLIENT_ID: "" } as Env)).oidc.enabled).toBe(false);
+  });
+});
