@@ -21,7 +21,19 @@ import { asTheme, theme } from "./ui/theme";
 
 /** Pages anyone may open without a session. */
 const PUBLIC: readonly Route[] = ["sign-in", "setup", "reset-password"];
-const ADMIN: readonly Route[] = ["admin/users", "admin/notifier", "admin/templates", "admin/messages", "admin/broadcasts"];
+/** The navigation after the Inbox: every signed-in person's pages, then the administration's (owners, user admins). */
+const PAGES: readonly (readonly [Route, string])[] = [
+  ["preferences", "Preferences"],
+  ["account", "Account"],
+];
+const ADMIN_PAGES: readonly (readonly [Route, string])[] = [
+  ["admin/users", "Users"],
+  ["admin/notifier", "Notifier"],
+  ["admin/templates", "Templates"],
+  ["admin/messages", "Messages"],
+  ["admin/broadcasts", "Broadcasts"],
+];
+const ADMIN: readonly Route[] = ADMIN_PAGES.map(([page]) => page);
 
 export function App() {
   const state = useStore(session);
@@ -117,31 +129,11 @@ function Frame({ me, route, children }: { me?: Me; route?: Route | undefined; ch
                   </span>
                 ) : null}
               </NavLink>
-              <NavLink route="preferences" current={route}>
-                Preferences
-              </NavLink>
-              <NavLink route="account" current={route}>
-                Account
-              </NavLink>
-              {isAdmin(me) ? (
-                <>
-                  <NavLink route="admin/users" current={route}>
-                    Users
-                  </NavLink>
-                  <NavLink route="admin/notifier" current={route}>
-                    Notifier
-                  </NavLink>
-                  <NavLink route="admin/templates" current={route}>
-                    Templates
-                  </NavLink>
-                  <NavLink route="admin/messages" current={route}>
-                    Messages
-                  </NavLink>
-                  <NavLink route="admin/broadcasts" current={route}>
-                    Broadcasts
-                  </NavLink>
-                </>
-              ) : null}
+              {(isAdmin(me) ? [...PAGES, ...ADMIN_PAGES] : PAGES).map(([page, label]) => (
+                <NavLink key={page} route={page} current={route}>
+                  {label}
+                </NavLink>
+              ))}
             </ul>
           </nav>
         ) : null}

@@ -217,6 +217,18 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (SPEC §9.4)", () 
       await page.screenshot({ path: path.join(SCREENSHOTS, "inbox-360-light.png") });
     }
     await page.setViewportSize({ width: 1280, height: 800 });
+    // The theme picker overrides the system's choice, and its choice (nothing else) is remembered across loads.
+    const background = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    const light = await background();
+    await page.getByLabel("Theme").selectOption("dark");
+    await poll(background).not.toBe(light);
+    await page.reload();
+    await page.locator("h1").waitFor();
+    await poll(background).not.toBe(light);
+    expect(await page.evaluate(() => Object.keys(localStorage))).toEqual(["herald-theme"]);
+    await page.getByLabel("Theme").selectOption("system");
+    await poll(background).toBe(light);
+    expect(await page.evaluate(() => localStorage.length)).toBe(0);
   });
 
   it("an owner pauses and resumes the notifier, and the API agrees", async () => {
@@ -301,8 +313,8 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (SPEC §9.4)", () 
     await page.getByRole("link", { name: "Sign in with Acme SSO" }).click();
     await page.getByRole("heading", { name: "Inbox", exact: true }).waitFor({ timeout: 30_000 });
     expect(new URL(page.url()).origin).toBe(herald.url);
-    await page.goto(`${herald.url}/#/account`);
-    await page.getByRole("heading", { name: "Account" }).waitFor();
+    await page.getByRole("link", { name: "Account" }).click();
+    await page.getByRole("heading", { name: "Account", exact: true }).waitFor();
     expect(await page.locator("main").textContent()).toContain("ida");
   });
 

@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { ApiProblem, api, call } from "../api";
 import { useAction } from "../ui/action";
-import { Field, Notice, ProblemAlert } from "../ui/components";
+import { Field, NewPasswordField, Notice, ProblemAlert } from "../ui/components";
 
 /** Changing one's own password needs the current one; the other sessions end (PUT /users/{user}/password). */
 export function PasswordSection({ onChanged }: { onChanged(): void }) {
@@ -44,18 +44,7 @@ export function PasswordSection({ onChanged }: { onChanged(): void }) {
           problem={change.problem}
           problemField="old_password"
         />
-        <Field
-          label="New password"
-          type="password"
-          name="password"
-          autocomplete="new-password"
-          required
-          value={next}
-          onValue={setNext}
-          problem={change.problem}
-          problemField="password"
-          hint="8 to 256 characters; not a common password, and not containing your username or e-mail."
-        />
+        <NewPasswordField value={next} onValue={setNext} problem={change.problem} />
         <Field
           label="Confirm password"
           type="password"

@@ -1,8 +1,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, call } from "../api";
 import { useAction } from "../ui/action";
-import { Field, ProblemAlert } from "../ui/components";
-import { SelectField } from "./parts";
+import { Field, NewPasswordField, ProblemAlert, SelectField } from "../ui/components";
 import type { User } from "./users";
 
 type LoginType = "password" | "oidc" | "github" | "none";
@@ -13,8 +12,6 @@ const LOGIN_TYPES: readonly { value: LoginType; label: string }[] = [
   { value: "github", label: "GitHub" },
   { value: "none", label: "None (cannot sign in)" },
 ];
-
-const asLoginType = (value: string): LoginType => LOGIN_TYPES.find((t) => t.value === value)?.value ?? "password";
 
 /**
  * POST /users (docs/api.md): a password user needs an e-mail and a password; an external (`oidc`, `github`) or `none`
@@ -81,25 +78,15 @@ export function CreateUserForm({ onCreated }: { onCreated(user: User): void }) {
           problem={create.problem}
           problemField="name"
         />
-        <SelectField
+        <SelectField<LoginType>
           label="Login type"
           name="new-user-login-type"
           value={loginType}
           options={LOGIN_TYPES}
-          onValue={(v) => setLoginType(asLoginType(v))}
+          onValue={setLoginType}
         />
         {loginType === "password" ? (
-          <Field
-            label="Password"
-            type="password"
-            name="new-user-password"
-            autocomplete="new-password"
-            required
-            value={password}
-            onValue={setPassword}
-            problem={create.problem}
-            problemField="password"
-          />
+          <NewPasswordField label="Password" name="new-user-password" value={password} onValue={setPassword} problem={create.problem} />
         ) : null}
         <div class="span-all row">
           <button type="submit" class="button-primary" disabled={create.pending}>

@@ -2,9 +2,9 @@ import { useEffect, useState } from "preact/hooks";
 import { api, call } from "../api";
 import { isOwner, session } from "../session";
 import { useAction } from "../ui/action";
-import { Empty, Field, Loading, Page, ProblemAlert, Time } from "../ui/components";
+import { Empty, Field, Loading, type Option, Page, ProblemAlert, SelectField, Time } from "../ui/components";
 import { useStore } from "../ui/store";
-import { appendNew, DataTable, Head, type Option, Pill, SelectField, ShortId } from "./parts";
+import { appendNew, DataTable, Head, Pill, ShortId } from "./parts";
 
 type Query = NonNullable<Parameters<typeof api.notifications.messages.$get>[0]>["query"];
 type Log = Awaited<ReturnType<typeof loadLog>>;

@@ -33,42 +33,6 @@ export function Head({ columns }: { columns: readonly string[] }) {
   );
 }
 
-export interface Option {
-  value: string;
-  label: string;
-}
-
-/** A labelled `<select>`; `name` makes its id, so it must be unique on the page. */
-export function SelectField({
-  label,
-  name,
-  value,
-  options,
-  onValue,
-  disabled,
-}: {
-  label: string;
-  name: string;
-  value: string;
-  options: readonly Option[];
-  onValue(value: string): void;
-  disabled?: boolean;
-}) {
-  const id = `field-${name}`;
-  return (
-    <div class="field">
-      <label for={id}>{label}</label>
-      <select id={id} name={name} value={value} disabled={disabled} onChange={(event) => onValue(event.currentTarget.value)}>
-        {options.map((option) => (
-          <option key={option.value} value={option.value}>
-            {option.label}
-          </option>
-        ))}
-      </select>
-    </div>
-  );
-}
-
 /** A labelled `<textarea>` whose API validation message is tied to it, as `Field` does for inputs. */
 export function TextAreaField({
   label,

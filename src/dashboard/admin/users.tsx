@@ -2,9 +2,9 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { api, call } from "../api";
 import { isOwner, type Me } from "../session";
 import { useAction } from "../ui/action";
-import { Empty, Field, Loading, Notice, Page, ProblemAlert, Time } from "../ui/components";
+import { Empty, Field, Loading, Notice, Page, ProblemAlert, SelectField, Time } from "../ui/components";
 import { CreateUserForm } from "./create-user";
-import { appendNew, DataTable, Head, Pill, SelectField } from "./parts";
+import { appendNew, DataTable, Head, Pill } from "./parts";
 
 type UserList = Awaited<ReturnType<typeof loadUsers>>;
 export type User = UserList["users"][number];

@@ -1,3 +1,4 @@
+import { SelectField } from "../ui/components";
 import type { BulkAction, Filters, Inclusion, ReadFilter } from "./model";
 
 const READ_OPTIONS: { value: ReadFilter; label: string }[] = [
@@ -19,54 +20,20 @@ const SNOOZED_OPTIONS: { value: Inclusion; label: string }[] = [
   { value: "only", label: "Only snoozed" },
 ];
 
-function Choice<T extends string>({
-  id,
-  label,
-  value,
-  options,
-  onValue,
-}: {
-  id: string;
-  label: string;
-  value: T;
-  options: { value: T; label: string }[];
-  onValue(value: T): void;
-}) {
-  return (
-    <div class="field">
-      <label for={id}>{label}</label>
-      <select
-        id={id}
-        value={value}
-        onChange={(event) => {
-          const picked = options.find((option) => option.value === event.currentTarget.value);
-          if (picked) onValue(picked.value);
-        }}
-      >
-        {options.map((option) => (
-          <option key={option.value} value={option.value}>
-            {option.label}
-          </option>
-        ))}
-      </select>
-    </div>
-  );
-}
-
 export function FilterBar({ filters, onFilters }: { filters: Filters; onFilters(filters: Filters): void }) {
   return (
     <fieldset class="inbox-filters">
       <legend class="visually-hidden">Filters</legend>
-      <Choice
-        id="inbox-view"
+      <SelectField
+        name="inbox-view"
         label="View"
         value={filters.archived}
         options={VIEW_OPTIONS}
         onValue={(archived) => onFilters({ ...filters, archived })}
       />
-      <Choice id="inbox-read" label="Read status" value={filters.read} options={READ_OPTIONS} onValue={(read) => onFilters({ ...filters, read })} />
-      <Choice
-        id="inbox-snoozed"
+      <SelectField name="inbox-read" label="Read status" value={filters.read} options={READ_OPTIONS} onValue={(read) => onFilters({ ...filters, read })} />
+      <SelectField
+        name="inbox-snoozed"
         label="Snoozed"
         value={filters.snoozed}
         options={SNOOZED_OPTIONS}

@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import { api, call } from "../api";
 import { href } from "../router";
 import { useAction } from "../ui/action";
-import { Field, Notice, Page, ProblemAlert } from "../ui/components";
+import { ActionForm, Field, NewPasswordField, Notice, Page } from "../ui/components";
 
 /** What the passcode e-mail's link brought (`/reset-password/change?otp=…`, maybe `&email=…`), held in memory only. */
 let fromLink: { email: string; code: string } | undefined;
@@ -41,34 +41,20 @@ export function ResetPasswordPage() {
     <Page title="Reset your password">
       <div class="narrow">
         {step === "request" ? (
-          <form
-            class="card stack"
-            onSubmit={(event) => {
-              event.preventDefault();
-              void request.run();
-            }}
-          >
+          <ActionForm action={request}>
             <p>Enter your account's e-mail address. If it has a password sign-in, a one-time passcode is sent to it.</p>
-            <ProblemAlert problem={request.problem} />
             <Field label="E-mail" type="email" name="email" autocomplete="email" required value={email} onValue={setEmail} problem={request.problem} problemField="email" />
             <button type="submit" class="button-primary" disabled={request.pending}>
               Send a passcode
             </button>
-          </form>
+          </ActionForm>
         ) : null}
         {step === "change" ? (
-          <form
-            class="card stack"
-            onSubmit={(event) => {
-              event.preventDefault();
-              void change.run();
-            }}
-          >
+          <ActionForm action={change}>
             {fromLink ? null : <Notice>If {email} has an account, a passcode is on its way. It works once, for a limited time.</Notice>}
             {fromLink ? (
               <Field label="E-mail" type="email" name="email" autocomplete="username" required value={email} onValue={setEmail} problem={change.problem} problemField="email" />
             ) : null}
-            <ProblemAlert problem={change.problem} />
             <Field
               label="Passcode"
               name="one_time_passcode"
@@ -79,21 +65,11 @@ export function ResetPasswordPage() {
               problem={change.problem}
               problemField="one_time_passcode"
             />
-            <Field
-              label="New password"
-              type="password"
-              name="password"
-              autocomplete="new-password"
-              required
-              value={password}
-              onValue={setPassword}
-              problem={change.problem}
-              problemField="password"
-            />
+            <NewPasswordField value={password} onValue={setPassword} problem={change.problem} />
             <button type="submit" class="button-primary" disabled={change.pending}>
               Set the new password
             </button>
-          </form>
+          </ActionForm>
         ) : null}
         {step === "done" ? <Notice>Your password is changed, and every session you had is ended.</Notice> : null}
         <p>

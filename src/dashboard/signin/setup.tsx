@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import { api, call } from "../api";
 import { refreshSession } from "../session";
 import { useAction } from "../ui/action";
-import { Field, Page, ProblemAlert } from "../ui/components";
+import { ActionForm, Field, NewPasswordField, Page } from "../ui/components";
 
 /** A fresh deployment: the first account, which becomes the owner, then signed in at once. */
 export function SetupPage() {
@@ -19,14 +19,7 @@ export function SetupPage() {
     <Page title="Set up Herald">
       <div class="narrow">
         <p>There is no account yet. The first one is the owner: it can create users, pause the notifier and send broadcasts.</p>
-        <form
-          class="card stack"
-          onSubmit={(event) => {
-            event.preventDefault();
-            void create.run();
-          }}
-        >
-          <ProblemAlert problem={create.problem} />
+        <ActionForm action={create}>
           <Field label="E-mail" type="email" name="email" autocomplete="email" required value={email} onValue={setEmail} problem={create.problem} problemField="email" />
           <Field
             label="Username"
@@ -40,21 +33,11 @@ export function SetupPage() {
             hint="Letters, digits and single hyphens; up to 32 characters."
           />
           <Field label="Name (optional)" name="name" autocomplete="name" value={name} onValue={setName} problem={create.problem} problemField="name" />
-          <Field
-            label="Password"
-            type="password"
-            name="password"
-            autocomplete="new-password"
-            required
-            value={password}
-            onValue={setPassword}
-            problem={create.problem}
-            problemField="password"
-          />
+          <NewPasswordField label="Password" value={password} onValue={setPassword} problem={create.problem} />
           <button type="submit" class="button-primary" disabled={create.pending}>
             {create.pending ? "Creating…" : "Create the owner account"}
           </button>
-        </form>
+        </ActionForm>
       </div>
     </Page>
   );

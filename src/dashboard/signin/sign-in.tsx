@@ -3,7 +3,7 @@ import { api, call } from "../api";
 import { href } from "../router";
 import { type AuthMethods, refreshSession } from "../session";
 import { useAction } from "../ui/action";
-import { Field, Page, ProblemAlert } from "../ui/components";
+import { ActionForm, Field, Page } from "../ui/components";
 
 /** Where an external sign-in starts; it comes back to the dashboard (`redirect=/`). */
 const EXTERNAL = {
@@ -24,14 +24,7 @@ export function SignInPage({ methods }: { methods: AuthMethods }) {
     <Page title="Sign in to Herald">
       <div class="narrow">
         {methods.password.enabled ? (
-          <form
-            class="card stack"
-            onSubmit={(event) => {
-              event.preventDefault();
-              void signIn.run();
-            }}
-          >
-            <ProblemAlert problem={signIn.problem} />
+          <ActionForm action={signIn}>
             <Field label="E-mail" type="email" name="email" autocomplete="username" required value={email} onValue={setEmail} problem={signIn.problem} problemField="email" />
             <Field
               label="Password"
@@ -48,7 +41,7 @@ export function SignInPage({ methods }: { methods: AuthMethods }) {
               {signIn.pending ? "Signing in…" : "Sign in"}
             </button>
             <a href={href("reset-password")}>Forgot your password?</a>
-          </form>
+          </ActionForm>
         ) : null}
         {external ? (
           <div class="card stack external-sign-in">

@@ -1,6 +1,7 @@
 import { type ComponentChildren, h, type LooseInputHTMLAttributes } from "preact";
 import { useEffect, useRef } from "preact/hooks";
 import type { ApiProblem } from "../api";
+import type { Action } from "./action";
 import { dateTime, fromNow } from "./format";
 
 /** A page's heading and content; the heading takes focus when the page opens, so screen readers announce it. */
@@ -40,6 +41,24 @@ export function ProblemAlert({ problem }: { problem: ApiProblem | undefined }) {
         </ul>
       ) : null}
     </div>
+  );
+}
+
+/**
+ * A form that runs `action` on submit (Enter in any field included) and shows its refusal above the fields.
+ */
+export function ActionForm({ action, children }: { action: Action<[]>; children: ComponentChildren }) {
+  return (
+    <form
+      class="card stack"
+      onSubmit={(event) => {
+        event.preventDefault();
+        void action.run();
+      }}
+    >
+      <ProblemAlert problem={action.problem} />
+      {children}
+    </form>
   );
 }
 
@@ -112,6 +131,88 @@ export function Field({
           {message}
         </small>
       ) : null}
+    </div>
+  );
+}
+
+/**
+ * A password being set: the API's policy (8 to 256 characters, hard to guess, docs/security.md) says in the hint what
+ * it accepts, and the refusal is shown on the field (`password` in the error body).
+ */
+export function NewPasswordField({
+  label = "New password",
+  name = "password",
+  value,
+  onValue,
+  problem,
+}: {
+  label?: string;
+  name?: string;
+  value: string;
+  onValue(value: string): void;
+  problem: ApiProblem | undefined;
+}) {
+  return (
+    <Field
+      label={label}
+      type="password"
+      name={name}
+      autocomplete="new-password"
+      required
+      value={value}
+      onValue={onValue}
+      problem={problem}
+      problemField="password"
+      hint="8 to 256 characters, hard to guess: not a common password, and not built from your username or e-mail."
+    />
+  );
+}
+
+/** One choice of a SelectField: the value the code uses and what the person reads. */
+export interface Option<T extends string = string> {
+  value: T;
+  label: string;
+}
+
+/**
+ * A labelled `<select>` over a fixed set of values: `onValue` receives one of the options' values, never another
+ * string. `name` makes its id, so it must be unique on the page.
+ */
+export function SelectField<T extends string>({
+  label,
+  name,
+  value,
+  options,
+  onValue,
+  disabled,
+}: {
+  label: string;
+  name: string;
+  value: T;
+  options: readonly Option<T>[];
+  onValue(value: T): void;
+  disabled?: boolean;
+}) {
+  const id = `field-${name}`;
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      <select
+        id={id}
+        name={name}
+        value={value}
+        disabled={disabled}
+        onChange={(event) => {
+          const picked = options.find((option) => option.value === event.currentTarget.value);
+          if (picked) onValue(picked.value);
+        }}
+      >
+        {options.map((option) => (
+          <option key={option.value} value={option.value}>
+            {option.label}
+          </option>
+        ))}
+      </select>
     </div>
   );
 }
