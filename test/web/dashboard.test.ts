@@ -35,6 +35,7 @@ describe("GET / : the dashboard (SPEC §9.4, docs/dashboard.md)", () => {
     expect(csp).toContain("frame-ancestors 'none'");
     expect(res.headers.get("Cache-Control")).toBe("no-cache");
     expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
+    expect(res.headers.get("X-Request-Id")).toMatch(/^[0-9a-f-]{36}$/);
     const html = await res.text();
     // Every script is a file of this origin: no inline script, no event handler attributes.
     for (const tag of html.match(/<script[^>]*>/g) ?? []) expect(tag).toMatch(/ src="\/assets\/dashboard-[0-9a-f]{10}\.js"/);
@@ -56,6 +57,7 @@ describe("GET / : the dashboard (SPEC §9.4, docs/dashboard.md)", () => {
       const res = await page(file);
       expect(res.status).toBe(200);
       expect(res.headers.get("Cache-Control")).toBe("public, max-age=31536000, immutable");
+      expect(res.headers.get("X-Request-Id")).toBeTruthy();
       expect(res.headers.get("Content-Type")).toMatch(file.endsWith(".js") ? /javascript/ : /^text\/css/);
       expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(0);
     }
@@ -83,6 +85,7 @@ describe("GET /embed/inbox.js: the embeddable inbox (SPEC §9.4, docs/embed.md)"
     expect(allowed.headers.get("Access-Control-Allow-Origin")).toBe("http://localhost:5173");
     expect(allowed.headers.get("Vary")).toContain("Origin");
     expect(allowed.headers.get("Cross-Origin-Resource-Policy")).toBe("cross-origin");
+    expect(allowed.headers.get("X-Request-Id")).toBeTruthy();
     expect(await allowed.text()).toContain("herald-inbox");
     const other = await embed("https://evil.example.com");
     expect(other.status).toBe(200);
