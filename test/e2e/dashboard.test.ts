@@ -318,6 +318,15 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (SPEC §9.4)", () 
     expect(await page.locator("main").textContent()).toContain("ida");
   });
 
+  it("a session ended elsewhere (an owner ends it) sends the open dashboard back to sign-in", async () => {
+    const api = await apiAs(OWNER);
+    expect((await api("DELETE", "/users/ida/keys/sessions")).status).toBe(204);
+    // The watch is closed with 4401, and the next call answers 401: either way the page goes back to sign-in.
+    await page.getByRole("link", { name: "Preferences" }).click();
+    await page.getByRole("heading", { name: "Sign in to Herald" }).waitFor();
+    expect(new URL(page.url()).hash).toBe("#/sign-in");
+  });
+
   it("loaded nothing the Content-Security-Policy refused, and threw nothing", () => {
     expect(problems).toEqual([]);
   });

@@ -1,4 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
+import { TEMPLATE_IDS } from "../../notifications/templates";
 import { ApiProblem, api, asProblem, call } from "../api";
 import type { Me } from "../session";
 import { useAction } from "../ui/action";
@@ -9,14 +10,13 @@ type Template = Awaited<ReturnType<typeof loadTemplates>>[number];
 type Preference = { id: string; disabled: boolean };
 
 /**
- * The templates that ignore preferences and cannot be disabled (docs/api.md, "Templates": One-Time Passcode, Password
- * changed, Login method changed). The API does not flag them, so they are named here; any other the API refuses is
- * locked when it says so.
+ * The templates that ignore preferences and cannot be disabled (docs/api.md, "Templates"). The template list does not
+ * flag them, so they are named from the catalogue's ids; any other the API refuses is locked when it says so.
  */
-const MANDATORY = new Set(["62f86a30-2330-4b61-a26d-311ff3b608cf", "3c5f6a1e-8b2d-4f7a-9e0c-1d2b3a4c5e6f", "7e9d1b3a-5c2f-4e8d-a6b0-9f1e2d3c4b5a"]);
+const MANDATORY = new Set<string>([TEMPLATE_IDS.oneTimePasscode, TEMPLATE_IDS.passwordChanged, TEMPLATE_IDS.loginMethodChanged]);
 const MANDATORY_REASON = "Always sent: it tells you about your account's security, so it cannot be turned off.";
 /** External-only templates never reach the inbox (docs/api.md, "Templates"): the One-Time Passcode. */
-const EXTERNAL_ONLY = new Set(["62f86a30-2330-4b61-a26d-311ff3b608cf"]);
+const EXTERNAL_ONLY = new Set<string>([TEMPLATE_IDS.oneTimePasscode]);
 /** The field a refusal names for one template (`template_disabled_map.<id>`: one validation per bad key, docs/api.md, N13). */
 const FIELD_PREFIX = "template_disabled_map.";
 

@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, call } from "../api";
 import { useAction } from "../ui/action";
-import { Field, NewPasswordField, ProblemAlert, SelectField } from "../ui/components";
+import { Field, NewPasswordField, ProblemAlert, SelectField, UsernameField } from "../ui/components";
 import type { User } from "./users";
 
 type LoginType = "password" | "oidc" | "github" | "none";
@@ -58,17 +58,7 @@ export function CreateUserForm({ onCreated }: { onCreated(user: User): void }) {
           problem={create.problem}
           problemField="email"
         />
-        <Field
-          label="Username"
-          name="new-user-username"
-          autocomplete="off"
-          required
-          value={username}
-          onValue={setUsername}
-          problem={create.problem}
-          problemField="username"
-          hint="Letters, digits and single hyphens; up to 32 characters."
-        />
+        <UsernameField name="new-user-username" autocomplete="off" value={username} onValue={setUsername} problem={create.problem} />
         <Field
           label="Name (optional)"
           name="new-user-name"

@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import { api, call } from "../api";
 import { refreshSession } from "../session";
 import { useAction } from "../ui/action";
-import { ActionForm, Field, NewPasswordField, Page } from "../ui/components";
+import { ActionForm, Field, NewPasswordField, Page, UsernameField } from "../ui/components";
 
 /** A fresh deployment: the first account, which becomes the owner, then signed in at once. */
 export function SetupPage() {
@@ -21,17 +21,7 @@ export function SetupPage() {
         <p>There is no account yet. The first one is the owner: it can create users, pause the notifier and send broadcasts.</p>
         <ActionForm action={create}>
           <Field label="E-mail" type="email" name="email" autocomplete="email" required value={email} onValue={setEmail} problem={create.problem} problemField="email" />
-          <Field
-            label="Username"
-            name="username"
-            autocomplete="username"
-            required
-            value={username}
-            onValue={setUsername}
-            problem={create.problem}
-            problemField="username"
-            hint="Letters, digits and single hyphens; up to 32 characters."
-          />
+          <UsernameField value={username} onValue={setUsername} problem={create.problem} />
           <Field label="Name (optional)" name="name" autocomplete="name" value={name} onValue={setName} problem={create.problem} problemField="name" />
           <NewPasswordField label="Password" value={password} onValue={setPassword} problem={create.problem} />
           <button type="submit" class="button-primary" disabled={create.pending}>

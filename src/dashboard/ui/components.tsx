@@ -168,6 +168,35 @@ export function NewPasswordField({
   );
 }
 
+/** A username being chosen, with the rule the API checks (docs/api.md) as its hint and its refusal on the field. */
+export function UsernameField({
+  name = "username",
+  autocomplete = "username",
+  value,
+  onValue,
+  problem,
+}: {
+  name?: string;
+  autocomplete?: string;
+  value: string;
+  onValue(value: string): void;
+  problem: ApiProblem | undefined;
+}) {
+  return (
+    <Field
+      label="Username"
+      name={name}
+      autocomplete={autocomplete}
+      required
+      value={value}
+      onValue={onValue}
+      problem={problem}
+      problemField="username"
+      hint="Letters, digits and single hyphens; up to 32 characters."
+    />
+  );
+}
+
 /** One choice of a SelectField: the value the code uses and what the person reads. */
 export interface Option<T extends string = string> {
   value: T;
