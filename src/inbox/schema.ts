@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /** One row per notification delivered to this object's user (the object holds exactly one user's inbox). */
 export const inboxNotifications = sqliteTable(
@@ -27,11 +27,30 @@ export const inboxNotifications = sqliteTable(
     index("inbox_created_id").on(t.createdAt, t.id),
     // Unread pages without scanning read rows.
     index("inbox_unread").on(t.readAt, t.createdAt, t.id),
+    // The `templates` filter, newest first per template: one that matches nothing reads nothing (docs/inbox.md, "Indexes").
+    index("inbox_template").on(t.templateId, t.createdAt, t.id),
     // The default list (neither archived nor snoozed) without scanning what it leaves out.
     index("inbox_visible").on(t.createdAt, t.id).where(sql`${t.archivedAt} IS NULL AND ${t.snoozedUntil} IS NULL`),
     // The alarm's next wake-up: the earliest snoozed item.
     index("inbox_snoozed").on(t.snoozedUntil).where(sql`${t.snoozedUntil} IS NOT NULL`),
   ],
+);
+
+/**
+ * One row per (target, notification): the `targets` filter reads a target's notifications newest first here, instead
+ * of opening every row's JSON array (docs/inbox.md, "Indexes"). Written in the transaction that delivers the
+ * notification; a notification's targets and `created_at` never change and notifications are never deleted, so the
+ * rows never need updating. The key is the whole row, so every lookup is answered by the key's index alone.
+ */
+export const inboxTargets = sqliteTable(
+  "inbox_targets",
+  {
+    target: text("target").notNull(),
+    /** The notification's `created_at`, so a target's rows are in list order (and keyset-paged) without the notification. */
+    createdAt: text("created_at").notNull(),
+    notificationId: text("notification_id").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.target, t.createdAt, t.notificationId] })],
 );
 
 /**

@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { and, asc, desc, eq, gt, inArray, isNotNull, isNull, lt, lte, min, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, lte, min, sql } from "drizzle-orm";
 import { drizzle, type DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import migrations from "../../drizzle/inbox/migrations.js";
@@ -68,6 +68,119 @@ const STATE_COLUMNS = {
   archivedAt: inboxNotifications.archivedAt,
   snoozedUntil: inboxNotifications.snoozedUntil,
 };
+
+/** Where a page starts: strictly older than this item, in (created_at, id) order. */
+interface Cursor {
+  createdAt: string;
+  id: string;
+}
+
+/** An SQL statement and its bindings, for `ctx.storage.sql.exec`. */
+interface Statement {
+  text: string;
+  params: SqlStorageValue[];
+}
+
+/**
+ * What a filter's statement is for: a list page, written as JSON by SQLite (one row, `json`), or a bulk action's
+ * selection, every row as a StateRow under its field names (a bulk action never loads titles and content).
+ */
+type Purpose = "list" | "bulk";
+
+const SELECTED: Record<Purpose, string> = {
+  list: "n.id, n.user_id, n.template_id, n.targets, n.title, n.content, n.icon, n.actions, n.read_at, n.created_at, n.archived_at, n.snoozed_until",
+  bulk: "n.id AS id, n.template_id AS templateId, n.read_at AS readAt, n.archived_at AS archivedAt, n.snoozed_until AS snoozedUntil",
+};
+
+/** Filter shapes whose SQL text is kept; past this the cache starts over (the shapes seen in practice are few). */
+const SHAPES_KEPT = 256;
+const statements = new Map<string, string>();
+
+/**
+ * The SQL text of a filter's statement for one filter shape: which states it keeps, how many templates and targets,
+ * whether it starts after a cursor. Built once per shape and kept: building each query with drizzle cost more CPU
+ * than SQLite's own work for a page (issue 16), and only the bindings differ between two requests of one shape. The
+ * bindings are, in order: the first target, the cursor's created_at and id, the other targets, the templates, the
+ * page's limit (see `statement`).
+ */
+function statementText(filter: ListFilter, purpose: Purpose, targets: number, paged: boolean): string {
+  const shape = `${purpose} ${filter.archived} ${filter.snoozed} ${filter.readStatus} ${filter.templates.length} ${targets} ${paged}`;
+  const kept = statements.get(shape);
+  if (kept !== undefined) return kept;
+  const where: string[] = [];
+  let from = "inbox_notifications AS n";
+  let order = "n.created_at DESC, n.id DESC";
+  if (targets > 0) {
+    // docs/inbox.md, "Indexes": the first target's rows in inbox_targets drive the query, newest first, so a target
+    // that matches nothing reads nothing and a page stops after `limit` matches. Each other target is one lookup of
+    // the same key (at most one row: the key is the whole row). CROSS JOIN fixes that order — targets first, the
+    // notification last — so SQLite neither walks every notification nor reads one that another target rules out.
+    const others = Array.from({ length: targets - 1 }, (_, i) => `u${i}`);
+    from = ["inbox_targets AS t", ...others.map((u) => `inbox_targets AS ${u}`), "inbox_notifications AS n ON n.id = t.notification_id"].join(
+      " CROSS JOIN ",
+    );
+    order = "t.created_at DESC, t.notification_id DESC";
+    where.push("t.target = ?");
+    if (paged) where.push("(t.created_at, t.notification_id) < (?, ?)");
+    for (const u of others) where.push(`${u}.target = ? AND ${u}.created_at = t.created_at AND ${u}.notification_id = t.notification_id`);
+  } else if (paged) {
+    // A row value, so SQLite starts the index walk at the cursor instead of filtering the newer rows out.
+    where.push("(n.created_at, n.id) < (?, ?)");
+  }
+  // Any one of the templates; without targets this is a walk of `inbox_template` per template, newest first.
+  if (filter.templates.length > 0) where.push(`n.template_id IN (${filter.templates.map(() => "?").join(", ")})`);
+  // Two terms, as `inbox_visible`'s WHERE is written, so that the default list can use that partial index.
+  if (filter.archived === "exclude") where.push("n.archived_at IS NULL");
+  if (filter.archived === "only") where.push("n.archived_at IS NOT NULL");
+  if (filter.snoozed === "exclude") where.push("n.snoozed_until IS NULL");
+  if (filter.snoozed === "only") where.push("n.snoozed_until IS NOT NULL");
+  // With templates, the unary + keeps SQLite from walking `inbox_unread` (every unread row) in place of the templates'
+  // index: without statistics it would, and a template that matches nothing would read every unread row.
+  const readAt = filter.templates.length > 0 ? "+n.read_at" : "n.read_at";
+  if (filter.readStatus === "read") where.push(`${readAt} IS NOT NULL`);
+  if (filter.readStatus === "unread") where.push(`${readAt} IS NULL`);
+  const selected = `SELECT ${SELECTED[purpose]} FROM ${from}${where.length > 0 ? ` WHERE ${where.join(" AND ")}` : ""} ORDER BY ${order}`;
+  // A page: SQLite writes it as the interface's JSON itself, so no row objects are built, targets and actions are
+  // never parsed and stringified, and one string crosses the RPC boundary instead of 25 structured-cloned objects.
+  const text =
+    purpose === "bulk"
+      ? selected
+      : `SELECT coalesce(json_group_array(json_object(
+          'id', p.id, 'user_id', p.user_id, 'template_id', p.template_id, 'targets', json(p.targets),
+          'title', p.title, 'content', p.content, 'icon', p.icon, 'actions', json(p.actions),
+          'read_at', p.read_at, 'created_at', p.created_at,
+          'archived_at', p.archived_at, 'snoozed_until', p.snoozed_until
+        ) ORDER BY p.created_at DESC, p.id DESC), '[]') AS json FROM (${selected} LIMIT ?) AS p`;
+  if (statements.size >= SHAPES_KEPT) statements.clear();
+  statements.set(shape, text);
+  return text;
+}
+
+/**
+ * The statement of what a filter selects, newest first: one page of the list, after its cursor (exclusive) when it has
+ * one, or, without a page, every row for a bulk action.
+ */
+function statement(filter: ListFilter, page: { cursor: Cursor | undefined; limit: number } | undefined): Statement {
+  // A target asked for twice is the same condition: each one costs a lookup per row.
+  const targets = [...new Set(filter.targets)];
+  const params: SqlStorageValue[] = targets.slice(0, 1);
+  if (page?.cursor) params.push(page.cursor.createdAt, page.cursor.id);
+  params.push(...targets.slice(1), ...filter.templates);
+  if (page) params.push(page.limit);
+  return { text: statementText(filter, page ? "list" : "bulk", targets.length, page?.cursor !== undefined), params };
+}
+
+/** The statement of one list page, newest first after `cursor`: one row, `json`, the page as a JSON array. */
+export function listStatement(filter: ListFilter, cursor: Cursor | undefined, limit: number): Statement {
+  return statement(filter, { cursor, limit });
+}
+
+/**
+ * A delivered notification's rows in inbox_targets, one per distinct target: the backfill of
+ * drizzle/inbox/0003_filter_indexes.sql for one notification, so old and new rows are written alike.
+ */
+const INSERT_TARGETS =
+  "INSERT INTO inbox_targets (target, created_at, notification_id) SELECT DISTINCT targets.value, n.created_at, n.id FROM inbox_notifications AS n, json_each(n.targets) AS targets WHERE n.id = ?";
 
 /** What a change to some rows did, inside its transaction: the rows' states after it and the events to number. */
 interface Applied {
@@ -197,6 +310,7 @@ export class UserInbox extends DurableObject<Env> {
         .returning()
         .get();
       if (!inserted) return [];
+      if (inserted.targets.length > 0) this.ctx.storage.sql.exec(INSERT_TARGETS, inserted.id);
       this.bump({ total: 1, unread: 1 });
       this.bumpTemplate(inserted.templateId, 1, 1);
       return this.record([{ notification: toInboxNotification(inserted) }]);
@@ -222,92 +336,63 @@ export class UserInbox extends DurableObject<Env> {
       .get();
     const send = !item || (item.readAt === null && item.archivedAt === null);
     const now = Date.now();
-    this.db.insert(emailDecisions).values({ notificationId: id, send, decidedAt: nowIso(now) }).run();
+    this.db
+      .insert(emailDecisions)
+      .values({ notificationId: id, send, decidedAt: nowIso(now) })
+      .run();
     // A decision is asked for only while its message is being sent, which ends within NOTIFICATIONS_MAX_AGE of
     // its creation (days): a month later nobody asks again.
-    this.db.delete(emailDecisions).where(lt(emailDecisions.decidedAt, nowIso(now - DECISIONS_KEPT_MS))).run();
+    this.db
+      .delete(emailDecisions)
+      .where(lt(emailDecisions.decidedAt, nowIso(now - DECISIONS_KEPT_MS)))
+      .run();
     return { send };
   }
 
-  /** The conditions of a list filter; the default (archived and snoozed excluded) uses the `inbox_visible` index. */
-  private conditions(filter: ListFilter): SQL[] {
-    const conditions: SQL[] = [];
-    const { archivedAt, snoozedUntil, readAt, templateId, targets } = inboxNotifications;
-    if (filter.archived === "exclude") conditions.push(isNull(archivedAt));
-    if (filter.archived === "only") conditions.push(isNotNull(archivedAt));
-    if (filter.snoozed === "exclude") conditions.push(isNull(snoozedUntil));
-    if (filter.snoozed === "only") conditions.push(isNotNull(snoozedUntil));
-    if (filter.readStatus === "read") conditions.push(isNotNull(readAt));
-    if (filter.readStatus === "unread") conditions.push(isNull(readAt));
-    if (filter.templates.length > 0) conditions.push(inArray(templateId, filter.templates));
-    for (const target of filter.targets) {
-      conditions.push(sql`EXISTS (SELECT 1 FROM json_each(${targets}) WHERE value = ${target})`);
-    }
-    return conditions;
-  }
-
-  /** The inbox list: newest first, keyset-paged on (created_at, id) so equal timestamps are never skipped or repeated. */
+  /**
+   * The inbox list: newest first, keyset-paged on (created_at, id) so equal timestamps are never skipped or repeated.
+   * Run as SQL text kept per filter shape (`listStatement`): this is the inbox's hottest call.
+   */
   list(filter: ListFilter, startingBefore: string | undefined, limit: number): ListResult {
-    const conditions = this.conditions(filter);
+    let cursor: Cursor | undefined;
     if (startingBefore !== undefined) {
-      const cursor = this.db
-        .select({ createdAt: inboxNotifications.createdAt, id: inboxNotifications.id })
-        .from(inboxNotifications)
-        .where(eq(inboxNotifications.id, startingBefore))
-        .get();
-      if (!cursor) return { ok: false, reason: "unknown_cursor" };
-      const older = or(
-        lt(inboxNotifications.createdAt, cursor.createdAt),
-        and(eq(inboxNotifications.createdAt, cursor.createdAt), lt(inboxNotifications.id, cursor.id)),
-      );
-      if (older) conditions.push(older);
+      const [row] = this.ctx.storage.sql
+        .exec<{ created_at: string }>("SELECT created_at FROM inbox_notifications WHERE id = ?", startingBefore)
+        .toArray();
+      if (!row) return { ok: false, reason: "unknown_cursor" };
+      cursor = { createdAt: row.created_at, id: startingBefore };
     }
-    const page = this.db
-      .select()
-      .from(inboxNotifications)
-      .where(and(...conditions))
-      .orderBy(desc(inboxNotifications.createdAt), desc(inboxNotifications.id))
-      .limit(limit)
-      .as("page");
-    // SQLite writes the page as the interface's JSON itself: no row objects, no parse/stringify of targets and
-    // actions, and one string crosses the RPC boundary instead of 25 structured-cloned objects.
-    const json = this.db
-      .select({
-        json: sql<string>`coalesce(json_group_array(json_object(
-          'id', ${page.id}, 'user_id', ${page.userId}, 'template_id', ${page.templateId}, 'targets', json(${page.targets}),
-          'title', ${page.title}, 'content', ${page.content}, 'icon', ${page.icon}, 'actions', json(${page.actions}),
-          'read_at', ${page.readAt}, 'created_at', ${page.createdAt},
-          'archived_at', ${page.archivedAt}, 'snoozed_until', ${page.snoozedUntil}
-        ) ORDER BY ${page.createdAt} DESC, ${page.id} DESC), '[]')`,
-      })
-      .from(page)
-      .get();
-    return { ok: true, notificationsJson: json?.json ?? "[]", unreadCount: this.counter("unread"), seq: this.counter("seq") };
+    const { text, params } = listStatement(filter, cursor, limit);
+    const { json } = this.ctx.storage.sql.exec<{ json: string }>(text, ...params).one();
+    return { ok: true, notificationsJson: json, unreadCount: this.counter("unread"), seq: this.counter("seq") };
   }
 
   /** Every count at once, read from the counters kept with each change: no row is counted here. */
   counts(): InboxCounts {
-    const byTemplate = this.db.select().from(inboxTemplateCounts).orderBy(asc(inboxTemplateCounts.templateId)).all();
+    // Plain SQL text, as list(): no query to build per call.
+    const byTemplate = this.ctx.storage.sql
+      .exec<{ template_id: string; unread: number; total: number }>(
+        "SELECT template_id, unread, total FROM inbox_template_counts ORDER BY template_id",
+      )
+      .toArray();
     return {
       unread: this.counter("unread"),
       archived: this.counter("archived"),
       snoozed: this.counter("snoozed"),
       total: this.counter("total"),
-      by_template: byTemplate.map((t) => ({ template_id: t.templateId, unread: t.unread, total: t.total })),
+      by_template: byTemplate.map((t) => ({ template_id: t.template_id, unread: t.unread, total: t.total })),
       seq: this.counter("seq"),
     };
   }
 
   /** Which of these ids are notifications in this inbox (`POST /authcheck` `resource_id` lookups). */
   existing(ids: string[]): string[] {
-    return inSlices(ids).flatMap((slice) =>
-      this.db
-        .select({ id: inboxNotifications.id })
-        .from(inboxNotifications)
-        .where(inArray(inboxNotifications.id, slice))
-        .all()
-        .map((r) => r.id),
-    );
+    // One statement of one binding whatever the number of ids (the ids as a JSON array): no query to build per call
+    // and no slicing under the bindings limit.
+    return this.ctx.storage.sql
+      .exec<{ id: string }>("SELECT id FROM inbox_notifications WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id", JSON.stringify(ids))
+      .toArray()
+      .map((r) => r.id);
   }
 
   /**
@@ -432,18 +517,19 @@ export class UserInbox extends DurableObject<Env> {
           ? inSlices([...new Set(selection.ids)]).flatMap((slice) =>
               this.db.select(STATE_COLUMNS).from(inboxNotifications).where(inArray(inboxNotifications.id, slice)).all(),
             )
-          : this.db
-              .select(STATE_COLUMNS)
-              .from(inboxNotifications)
-              .where(and(...this.conditions(selection.filter)))
-              .orderBy(desc(inboxNotifications.createdAt), desc(inboxNotifications.id))
-              .all();
+          : this.selected(selection.filter);
       const applied = this.apply(rows, { kind: action }, now);
       return { updated: applied.rows.size, sequenced: this.record(applied.events), snoozesMoved: applied.snoozesMoved };
     });
     this.push(result.sequenced);
     if (result.snoozesMoved) await this.rearm(Date.now());
     return { updated: result.updated, unreadCount: this.counter("unread") };
+  }
+
+  /** What the list would show for a bulk action's filter, every page of it, newest first (the list's SQL). */
+  private selected(filter: ListFilter): StateRow[] {
+    const { text, params } = statement(filter, undefined);
+    return this.ctx.storage.sql.exec<StateRow>(text, ...params).toArray();
   }
 
   /** Wakes every item whose snooze is due at `now` (epoch ms): unread again, pushed as a new notification. */

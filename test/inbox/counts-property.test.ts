@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { InboxNotification } from "../../src/inbox/model";
 import type { BulkAction } from "../../src/inbox/states";
 import type { UserInbox } from "../../src/inbox/user-inbox";
-import { createUser, json, type TestUser } from "../helpers";
+import { call, createUser, json, type TestUser } from "../helpers";
 import {
   applyFrame,
   bulk,
@@ -16,6 +16,7 @@ import {
   inbox,
   type ItemBody,
   type ListBody,
+  list,
   listAll,
   markAllRead,
   setArchived,
@@ -30,10 +31,20 @@ import {
 // when asked. This file drives random sequences (and concurrent batches) of every kind of change and checks that each
 // count equals what paging through the list finds (drift 0), at the same seq, and that every item's state is what an
 // independent model of the rules in docs/inbox.md ("Item states") says. The model below is written from that table,
-// not from src/inbox/states.ts.
+// not from src/inbox/states.ts. Between changes it also lists with random filters (several templates and targets,
+// some matching nothing, with read_status, archived and snoozed) in small pages, and checks each page against the
+// model: the filters' indexes and side table (docs/inbox.md, "Indexes") must select what the rules say, in order.
 
 const TEMPLATES = [TEMPLATE_A, TEMPLATE_B, "5d0f4b3e-9a57-4c2e-8a43-2f0c8f1e6b7d"] as const;
 const TARGETS = ["0b8e5f0c-3a61-4e8b-9f3c-6d2a1c7e4b90", "7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f"] as const;
+/** What filters choose from: the above and a template and a target that no notification carries. */
+const FILTER_TEMPLATES = [...TEMPLATES, "e2a7c9d4-0b1f-4e3a-9c5d-7f8e6a4b2c10"];
+const FILTER_TARGETS = [...TARGETS, "a3f1e5d7-9b2c-4d6e-8f0a-1c3e5b7d9f24"];
+/**
+ * Pages a filtered listing checks, at most, of 1 to 3 items: small, so that even a narrow filter's few matches cross
+ * cursors (equal created_at included), without paging the whole inbox.
+ */
+const LIST_PAGES = 8;
 const MINUTE = 60_000;
 
 // ---- The model -------------------------------------------------------------------------------------------------
@@ -49,10 +60,18 @@ interface ModelItem {
   id: string;
   templateId: string;
   targets: string[];
+  createdAt: string;
   readAt: Stamp;
   archivedAt: Stamp;
   snoozedUntil: string | null;
 }
+
+/** A list query's filters (absent ones take the list's defaults). */
+type ListQuery = BulkFilter & { snoozed?: "exclude" | "include" | "only" };
+
+/** Newest first, as the list orders: created_at, then id, both compared as SQLite compares text. */
+const newestFirst = (a: ModelItem, b: ModelItem) =>
+  a.createdAt !== b.createdAt ? (a.createdAt < b.createdAt ? 1 : -1) : a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
 
 type Action = { kind: BulkAction } | { kind: "snooze"; until: string } | { kind: "wake" };
 type Field = "readAt" | "archivedAt" | "snoozedUntil";
@@ -95,8 +114,8 @@ class Model {
     return this.order.length === 0 ? undefined : this.order[index % this.order.length];
   }
 
-  add(id: string, templateId: string, targets: string[]): void {
-    this.items.set(id, { id, templateId, targets, readAt: null, archivedAt: null, snoozedUntil: null });
+  add(id: string, templateId: string, targets: string[], createdAt: string): void {
+    this.items.set(id, { id, templateId, targets, createdAt, readAt: null, archivedAt: null, snoozedUntil: null });
     this.order.push(id);
     this.seq += 1;
   }
@@ -122,18 +141,26 @@ class Model {
     return updated;
   }
 
-  /** What the list shows for a bulk filter: not snoozed, archived per `archived`, the other filters as the list's. */
-  select(filter: BulkFilter): string[] {
+  /**
+   * What the list shows for a query, newest first: archived and snoozed items per `archived` and `snoozed` (left out
+   * by default), read or unread per `read_status` (read_at alone), any one of the templates, every one of the targets.
+   */
+  listed(filter: ListQuery): string[] {
+    const kept = (inclusion: ListQuery["snoozed"], is: boolean) =>
+      (inclusion ?? "exclude") === "include" || ((inclusion ?? "exclude") === "only") === is;
     return [...this.items.values()]
-      .filter((m) => m.snoozedUntil === null)
-      .filter((m) => {
-        const archived = filter.archived ?? "exclude";
-        return archived === "include" || (archived === "only") === (m.archivedAt !== null);
-      })
+      .filter((m) => kept(filter.snoozed, m.snoozedUntil !== null))
+      .filter((m) => kept(filter.archived, m.archivedAt !== null))
       .filter((m) => (filter.read_status ?? "all") === "all" || (filter.read_status === "read") === (m.readAt !== null))
       .filter((m) => (filter.templates ?? []).length === 0 || (filter.templates ?? []).includes(m.templateId))
       .filter((m) => (filter.targets ?? []).every((t) => m.targets.includes(t)))
+      .sort(newestFirst)
       .map((m) => m.id);
+  }
+
+  /** What a bulk filter selects: what the list shows for it, snoozed items always left out. */
+  select(filter: BulkFilter): string[] {
+    return this.listed({ ...filter, snoozed: "exclude" });
   }
 
   /** mark-all-as-read: every unread item (neither read nor snoozed) is read; one event when there was any. */
@@ -213,6 +240,8 @@ type Command =
   | { kind: "bulkIds"; action: BulkAction; picks: number[]; foreign: boolean }
   | { kind: "bulkFilter"; action: BulkAction; filter: BulkFilter }
   | { kind: "markAll" }
+  /** A filtered listing, paged `limit` at a time: changes nothing, checked against the model. */
+  | { kind: "list"; filter: ListQuery; limit: number }
   /** Changes to distinct items and deliveries at once: they commute, so the model can apply them in any order. */
   | { kind: "together"; ops: (Single | Deliver)[] };
 
@@ -237,10 +266,30 @@ const deliverCommand = (maxCount: number): fc.Arbitrary<Deliver> =>
   });
 const filter: fc.Arbitrary<BulkFilter> = fc.record(
   {
-    templates: subset(TEMPLATES),
-    targets: subset(TARGETS),
+    templates: subset(FILTER_TEMPLATES),
+    targets: subset(FILTER_TARGETS),
     read_status: fc.constantFrom("all", "read", "unread"),
     archived: fc.constantFrom("exclude", "include", "only"),
+  },
+  { requiredKeys: [] },
+);
+/** Mostly `include`, so that a listing with templates and targets still has pages to cross. */
+const inclusion = fc.oneof({ weight: 2, arbitrary: fc.constant("include" as const) }, fc.constantFrom("exclude" as const, "only" as const));
+/**
+ * A list query. Often one real target or none, since the side table is what paging must cross; now and then any
+ * templates and targets, including those that match nothing.
+ */
+const listFilter: fc.Arbitrary<ListQuery> = fc.record(
+  {
+    templates: fc.oneof(fc.constant<string[]>([]), subset(FILTER_TEMPLATES)),
+    targets: fc.oneof(
+      fc.constant<string[]>([]),
+      fc.constantFrom(...TARGETS).map((t): string[] => [t]),
+      subset(FILTER_TARGETS),
+    ),
+    read_status: fc.oneof({ weight: 2, arbitrary: fc.constant("all" as const) }, fc.constantFrom("read" as const, "unread" as const)),
+    archived: inclusion,
+    snoozed: inclusion,
   },
   { requiredKeys: [] },
 );
@@ -257,6 +306,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("bulkFilter"), action: bulkAction, filter }) },
   { weight: 2, arbitrary: fc.constant({ kind: "markAll" as const }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant("list"), filter: listFilter, limit: fc.integer({ min: 1, max: 3 }) }) },
   {
     weight: 2,
     arbitrary: fc.record({ kind: fc.constant("together"), ops: fc.array(fc.oneof(single, deliverCommand(2)), { minLength: 2, maxLength: 8 }) }),
@@ -280,7 +330,7 @@ async function runDeliver(user: TestUser, model: Model, cmd: Deliver, maxCount =
   for (let i = 0; i < Math.min(cmd.count, maxCount); i++) {
     const d = await deliver(user.id, { templateId: templateOf(cmd), targets: targetsOf(cmd), ...(createdAt ? { createdAt } : {}) });
     if (cmd.sameTime) createdAt = d.createdAt;
-    model.add(d.id, d.templateId, d.targets);
+    model.add(d.id, d.templateId, d.targets, d.createdAt);
   }
 }
 
@@ -355,6 +405,11 @@ async function runCommand(user: TestUser, model: Model, cmd: Command): Promise<v
       model.markAll(now);
       break;
     }
+    case "list": {
+      const ids = await listPages(user, cmd, model.seq);
+      expect(ids, listQuery(cmd.filter)).toEqual(model.listed(cmd.filter).slice(0, LIST_PAGES * cmd.limit));
+      break;
+    }
     case "deliver":
       await runDeliver(user, model, cmd);
       break;
@@ -391,7 +446,10 @@ describe("counts never drift from the list (docs/inbox.md, Exact counts)", () =>
         const w = await watch("?sync=true", { "Service-Session-Token": user.token });
         // A model is only used to choose ids; its states are not checked here.
         const model = new Model();
-        for (let i = 0; i < 4; i++) model.add((await deliver(user.id)).id, TEMPLATE_A, []);
+        for (let i = 0; i < 4; i++) {
+          const d = await deliver(user.id);
+          model.add(d.id, TEMPLATE_A, [], d.createdAt);
+        }
         for (const round of rounds) {
           await Promise.all(round.map((cmd) => runConcurrently(user, model, cmd)));
         }
@@ -431,6 +489,8 @@ async function runConcurrently(user: TestUser, model: Model, cmd: Command): Prom
       return ok(await bulk(user.token, { action: cmd.action, filter: cmd.filter }));
     case "markAll":
       return ok(await markAllRead(user.token));
+    case "list":
+      return ok(await call("GET", `/notifications/inbox?${listQuery(cmd.filter)}&limit=${cmd.limit}`, { token: user.token }));
   }
   const id = model.pick(cmd.pick);
   if (id === undefined) return;
@@ -438,4 +498,31 @@ async function runConcurrently(user: TestUser, model: Model, cmd: Command): Prom
   if (cmd.kind === "unsnooze") return ok(await snooze(user.token, id, null));
   if (cmd.kind === "read" || cmd.kind === "unread") return ok(await setRead(user.token, id, cmd.kind === "read"));
   return ok(await setArchived(user.token, id, cmd.kind === "archive"));
+}
+
+/** A list query's string: the filters given, comma-separated lists, no empty parameter. */
+function listQuery(filter: ListQuery): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(filter)) {
+    if (value === undefined) continue;
+    const text = Array.isArray(value) ? value.join(",") : value;
+    if (text !== "") params.set(name, text);
+  }
+  return params.toString();
+}
+
+/**
+ * The ids a filtered listing shows, `limit` at a time, each page after the last one's final id, for up to LIST_PAGES
+ * pages; every page true at `seq` (nothing changes while it pages).
+ */
+async function listPages(user: TestUser, cmd: { filter: ListQuery; limit: number }, seq: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let page = 0; page < LIST_PAGES; page++) {
+    const cursor = ids.at(-1);
+    const body = await list(user.token, `?${listQuery(cmd.filter)}&limit=${cmd.limit}${cursor ? `&starting_before=${cursor}` : ""}`);
+    expect(body.seq).toBe(seq);
+    ids.push(...body.notifications.map((n) => n.id));
+    if (body.notifications.length < cmd.limit) break;
+  }
+  return ids;
 }
