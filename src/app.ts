@@ -1,9 +1,6 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { bodyLimit } from "hono/body-limit";
-import { cors } from "hono/cors";
-import { secureHeaders } from "hono/secure-headers";
-import { getConfig } from "./config/config";
 import { passwordResetRoutes } from "./auth/password-reset";
 import { authRoutes } from "./auth/routes";
 import { authzRoutes } from "./authz/routes";
@@ -11,7 +8,10 @@ import { broadcastRoutes } from "./broadcasts/routes";
 import { onRevocation } from "./auth/revocation";
 import { ApiError, Messages } from "./http/errors";
 import { MAX_BODY_BYTES } from "./http/limits";
-import { handleError, httpsOnly, loadConfig, methodNotAllowedIn, requestIds, routeNotFound } from "./http/middleware";
+import { apiCors } from "./http/cors";
+import { d1Bookmarks } from "./db/session";
+import { handleError, methodNotAllowedIn, requestFrame, routeNotFound } from "./http/middleware";
+import { MemoRouter } from "./http/router";
 import type { AppEnv } from "./http/types";
 import { jsonWhateverContentType } from "./http/validate";
 import { externalLoginRoutes } from "./external/routes";
@@ -41,40 +41,14 @@ const api = new Hono<AppEnv>()
 // The inbox holds watch sockets that a revoked credential opened: it subscribes, so auth imports no feature.
 onRevocation(closeRevokedWatches);
 
-export const app = new Hono<AppEnv>();
+export const app = new Hono<AppEnv>({ router: new MemoRouter() });
 
-app.use(requestIds);
-app.use(
-  secureHeaders({
-    crossOriginResourcePolicy: "same-site",
-    // A year, as ASVS 3.4.1 asks (Hono's default is 180 days); browsers ignore it over plain http (local runs).
-    strictTransportSecurity: "max-age=31536000; includeSubDomains",
-    // JSON and text answers load nothing and may not be framed; the dashboard page (`/`) sets its own policy,
-    // which `overwrite: false` leaves in place (docs/security.md, V3.4).
-    contentSecurityPolicy: { defaultSrc: ["'none'"], frameAncestors: ["'none'"], baseUri: ["'none'"] },
-    overwrite: false,
-  }),
-);
-app.use("/api/*", async (c, next) => {
-  await next();
-  // Authenticated answers must not be cached by browsers or shared caches.
-  c.header("Cache-Control", "no-store");
-});
-app.use(loadConfig);
-app.use(httpsOnly);
+// Request id, configuration, the headers of every answer, https only (src/http/middleware.ts).
+app.use(requestFrame);
 app.use(methodNotAllowedIn(app));
-app.use(
-  "/api/*",
-  cors({
-    // Only the listed origins (CORS_ALLOWED_ORIGINS, docs/configuration.md) may call from a browser; credentials allowed for them.
-    origin: (origin, c) => (getConfig(c.env).CORS_ALLOWED_ORIGINS.includes(origin) ? origin : null),
-    credentials: true,
-    allowHeaders: ["Content-Type", "Service-Session-Token", "Authorization"],
-    allowMethods: ["GET", "POST", "PUT", "PATCH", "DELETE"],
-    exposeHeaders: ["X-Request-Id", "Retry-After"],
-    maxAge: 600,
-  }),
-);
+app.use("/api/*", apiCors);
+// Each request's D1 session and the Herald-D1-Bookmark header of its answer (docs/consistency.md).
+app.use("/api/*", d1Bookmarks(app));
 app.use(
   "/api/*",
   bodyLimit({

@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { database, type Database } from "../db/client";
+import { dbFor } from "../db/session";
 import { oneTimePasscodes, passcodeMails, type UserRow } from "../db/schema";
 import type { Env } from "../env";
 import { badRequest } from "../http/errors";
@@ -115,7 +116,7 @@ export const passwordResetRoutes = new Hono<AppEnv>()
           const user = await findLiveUserByEmail(db, email);
           if (user?.loginType !== "password" || user.isSystem) return;
           if (!(await claimPasscodeMail(db, user.id, Date.now()))) return;
-          const code = await issuePasscode(db, c.var.config, user.id);
+          const code = await issuePasscode(db, c.get("config"), user.id);
           await enqueueNotification(c.env, c.executionCtx, {
             userId: user.id,
             templateId: TEMPLATE_IDS.oneTimePasscode,
@@ -148,8 +149,8 @@ export const passwordResetRoutes = new Hono<AppEnv>()
       // The policy sees only what the caller sent, so its verdict cannot reveal whether the account exists.
       assertPasswordPolicy(body.password, { email: body.email });
       await limitPerAccount(c, "otp-change", body.email);
-      const db = database(c.env.DB);
-      const config = c.var.config;
+      const db = dbFor(c, "write");
+      const config = c.get("config");
       const verdict = await checkResetAttempt(
         {
           findAccount: (email) => findLiveUserByEmail(db, email),

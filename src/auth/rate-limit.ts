@@ -46,6 +46,6 @@ export async function limitPerAccount(c: Context<AppEnv>, route: string, email: 
  * Per user, for what costs a password hash or mints credentials: password checks, validation, tokens. Keyed by the
  * signed-in caller unless another user is the one concerned (a token is counted against the user who will hold it).
  */
-export function limitSensitive(c: Context<AppEnv>, route: string, userId = c.var.auth.user.id): Promise<void> {
+export function limitSensitive(c: Context<AppEnv>, route: string, userId = c.get("auth").user.id): Promise<void> {
   return enforceRateLimit(c.env.SENSITIVE_LIMITER, `${route}:${userId}`, LOGIN_LIMITS.sensitive);
 }

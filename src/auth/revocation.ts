@@ -22,8 +22,9 @@ export function onRevocation(listener: RevocationListener): void {
 }
 
 /**
- * This isolate forgets the stale credentials at once (other isolates within AUTH_CACHE_TTL, docs/configuration.md),
- * then every subscriber hears of it. Called only by `commitAccountChanges` (src/auth/account-changes.ts).
+ * This isolate forgets the stale credentials at once (other isolates within AUTH_CACHE_TTL plus their D1 replica's
+ * lag, docs/configuration.md and docs/consistency.md), then every subscriber hears of it. Called only by
+ * `commitAccountChanges` (src/auth/account-changes.ts).
  */
 export function announceRevocation(revocation: Revocation, env: Env, background: Background): void {
   if (revocation.kind === "credentials-ended" && revocation.keyIds !== "all") forgetKeys(revocation.keyIds);

@@ -2,7 +2,7 @@ import { eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { z } from "zod";
 import { auditInsert } from "../audit/log";
-import { database } from "../db/client";
+import { dbFor } from "../db/session";
 import { apiKeys, users } from "../db/schema";
 import { assertScope } from "../authz/guard";
 import { forbidden } from "../http/errors";
@@ -35,7 +35,7 @@ export const authRoutes = new Hono<AppEnv>()
       tags: ["Sign-in"],
       responses: [{ status: 200, description: "The enabled methods.", schema: AuthMethods }],
     }),
-    (c) => c.json(authMethods(c.var.config), 200),
+    (c) => c.json(authMethods(c.get("config")), 200),
   )
   .post(
     "/users/login",
@@ -63,12 +63,12 @@ export const authRoutes = new Hono<AppEnv>()
     jsonBody(loginBody),
     async (c) => {
       const { email, password } = c.req.valid("json");
-      const config = c.var.config;
+      const config = c.get("config");
       await limitPerIp(c, "login");
       if (config.PASSWORD_AUTH_DISABLED) throw forbidden(AuthMessages.passwordAuthDisabled);
       await limitPerAccount(c, "login", email);
 
-      const db = database(c.env.DB);
+      const db = dbFor(c, "write");
       const user = await verifyLogin(db, email, password);
       const session = await issueKey(db, { userId: user.id, loginType: "password", lifetimeMs: loginSessionLifetime(config) });
       const replaced = await presentedSession(c, db);
@@ -102,15 +102,15 @@ export const authRoutes = new Hono<AppEnv>()
     async (c) => {
       // Logging out deletes the calling key: a narrowed token needs api_key:delete for it, like any key deletion.
       assertScope(c, "api_key", "delete");
-      const { key, user } = c.var.auth;
-      const db = database(c.env.DB);
+      const { key, user } = c.get("auth");
+      const db = dbFor(c, "write");
       await commitAccountChanges(
         c,
         db,
         [endKeys(db, user.id, eq(apiKeys.id, key.id))],
         [auditInsert(db, c, { userId: user.id, action: "logout", resourceType: "api_key", resourceId: key.id })],
       );
-      clearSessionCookie(c, c.var.config);
+      clearSessionCookie(c, c.get("config"));
       return c.json({ message: AuthMessages.loggedOut }, 200);
     },
   )
@@ -131,7 +131,7 @@ export const authRoutes = new Hono<AppEnv>()
       assertScope(c, "user", "read_personal");
       // The strength estimate costs about 20 ms of CPU: limited like any password check.
       await limitSensitive(c, "validate-password");
-      const { email, username, name } = c.var.auth.user;
+      const { email, username, name } = c.get("auth").user;
       return c.json(checkPasswordPolicy(password, { email, username, name }), 200);
     },
   );

@@ -4,14 +4,15 @@ import { createMiddleware } from "hono/factory";
 import type { Subject } from "../authz/evaluate";
 import type { Config } from "../config/config";
 import { database, type Database } from "../db/client";
+import { dbFor, readFresh } from "../db/session";
 import { apiKeys, organizationMembers, users, type ApiKeyRow, type UserRow } from "../db/schema";
 import { forbidden, Messages, unauthorized } from "../http/errors";
 import type { AppEnv } from "../http/types";
-import { nowIso, timingSafeEqualText } from "../lib/crypto";
+import { nowIso, timingSafeEqualShort, timingSafeEqualText } from "../lib/crypto";
 import { readSessionCookie } from "./cookies";
 import { cachedKey, rememberKey, type CachedKey } from "./key-cache";
 import { AuthMessages } from "./messages";
-import { hashTokenSecret, parseToken } from "./tokens";
+import { hashTokenSecret, parseToken, type ParsedToken } from "./tokens";
 
 const SESSION_HEADER = "Service-Session-Token";
 /** `last_used` (and a session's sliding expiry) is written at most this often per key: no D1 write per request. */
@@ -88,6 +89,30 @@ async function loadKey(db: Database, keyId: string) {
   return { key, user, orgRoles };
 }
 
+/**
+ * `loadKey` on the request's D1 session (docs/consistency.md). A replica may answer, unless `fromPrimary`: a watch
+ * upgrade (its socket outlives the request, see `authenticate`), or AUTH_CACHE_TTL `0s`, which asks that a revocation
+ * take effect at once everywhere (docs/configuration.md) and so cannot wait for a replica either.
+ *
+ * A replica's answer that would refuse the credential is checked on the primary before it is believed: no such key
+ * yet (a token just issued by sign-in or token creation), a renewal or an activation it has not seen. So a client
+ * without a bookmark is never refused for a replica's lag, and a valid credential costs no second read. Every refusal
+ * takes that second read, a wrong secret too, so its timing does not tell an unknown key id from a known one
+ * (docs/api.md, Decisions, "One 401 detail"); the secret is hashed here for that, and `authenticate` checks it again.
+ */
+function loadFresh(c: Context<AppEnv>, token: ParsedToken, fromPrimary: boolean, now: number) {
+  if (fromPrimary) return loadKey(dbFor(c, "write"), token.id);
+  return readFresh(
+    c,
+    (db) => loadKey(db, token.id),
+    async ({ key, user }) =>
+      !user.deleted &&
+      user.status !== "suspended" &&
+      Date.parse(key.expiresAt) > now &&
+      timingSafeEqualText(await hashTokenSecret(token.secret), key.hashedSecret),
+  );
+}
+
 function subjectFor(user: AuthUser, orgRoles: Record<string, string[]>, scopes: readonly string[]): Subject {
   return { id: user.id, siteRoles: user.roles, orgRoles, scopes, isSystem: user.isSystem };
 }
@@ -97,7 +122,7 @@ function subjectFor(user: AuthUser, orgRoles: Record<string, string[]>, scopes: 
  * sliding-expiry write happens after the response through `waitUntil`.
  */
 async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
-  const config = c.var.config;
+  const config = c.get("config");
   const credential = extractCredential(c, config);
   // A missing credential has its own detail (it says nothing about the server); every other failure is AuthMessages.badCredential.
   if (!credential) throw unauthorized(AuthMessages.noCredential(SESSION_HEADER));
@@ -110,16 +135,18 @@ async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
   // A watch socket outlives its upgrade request and is only closed by a revocation it was there to see: so an
   // upgrade always checks D1, never an isolate's possibly older copy.
   const upgrading = c.req.header("Upgrade")?.toLowerCase() === "websocket";
-  let found: Omit<CachedKey, "loadedAt"> | undefined = upgrading ? undefined : cachedKey(parsed.id, ttl, now);
-  if (!found) {
-    found = await loadKey(db, parsed.id);
-    if (found) rememberKey(parsed.id, { ...found, loadedAt: now }, ttl);
-  }
+  const cached = upgrading ? undefined : cachedKey(parsed.id, ttl, now);
+  const loaded = cached ? undefined : await loadFresh(c, parsed, upgrading || ttl === 0, now);
+  const found: CachedKey | undefined = cached ?? (loaded && { ...loaded, loadedAt: now });
   if (!found || found.user.deleted) throw unauthorized(AuthMessages.badCredential);
   const { key, user: userRow, orgRoles } = found;
-  if (!timingSafeEqualText(await hashTokenSecret(parsed.secret), key.hashedSecret)) {
-    throw unauthorized(AuthMessages.badCredential);
+  // The secret this isolate already verified for this key, compared in constant time; otherwise its hash, once.
+  const verified = found.verifiedSecret !== undefined && timingSafeEqualShort(found.verifiedSecret, parsed.secret);
+  if (!verified) {
+    if (!timingSafeEqualText(await hashTokenSecret(parsed.secret), key.hashedSecret)) throw unauthorized(AuthMessages.badCredential);
+    found.verifiedSecret = parsed.secret;
   }
+  if (!cached) rememberKey(parsed.id, found, ttl);
   const absoluteEnd = key.loginType === "token" ? Number.POSITIVE_INFINITY : Date.parse(key.createdAt) + config.SESSION_MAX_LIFETIME;
   if (Date.parse(key.expiresAt) <= now || now >= absoluteEnd || userRow.status === "suspended") throw unauthorized(AuthMessages.badCredential);
 
@@ -152,7 +179,7 @@ export interface PresentedSession {
  * API tokens are never ended this way; an expired or unknown cookie is ignored.
  */
 export async function presentedSession(c: Context<AppEnv>, db: Database): Promise<PresentedSession | undefined> {
-  const cookie = readSessionCookie(c, c.var.config);
+  const cookie = readSessionCookie(c, c.get("config"));
   const parsed = cookie ? parseToken(cookie) : undefined;
   if (!parsed) return undefined;
   const [row] = await db
@@ -169,7 +196,7 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /** Origins a cookie-authenticated state change may come from: the service itself plus CORS_ALLOWED_ORIGINS. */
 function isAllowedOrigin(c: Context<AppEnv>, origin: string): boolean {
-  const config = c.var.config;
+  const config = c.get("config");
   return origin === config.origin || origin === new URL(c.req.url).origin || config.CORS_ALLOWED_ORIGINS.includes(origin);
 }
 

@@ -7,7 +7,7 @@ import { AuthzMessages } from "./messages";
 
 /** Whether the authenticated caller may do `action` on `object`: every endpoint asks through here. */
 export function can(c: Context<AppEnv>, action: Action, object: AuthzObject): boolean {
-  return authorize(c.var.auth.subject, action, object);
+  return authorize(c.get("auth").subject, action, object);
 }
 
 /** Throws 403 unless the caller may do `action` on `object`. */
@@ -22,7 +22,7 @@ export function assertCan(c: Context<AppEnv>, action: Action, object: AuthzObjec
  * user may use (their roles need no grant), so that a narrowed API token still reaches only what its scopes name.
  */
 export function assertScope(c: Context<AppEnv>, type: ResourceType, action: Action): void {
-  if (!scopeAllows(c.var.auth.key.scopes, type, action)) {
+  if (!scopeAllows(c.get("auth").key.scopes, type, action)) {
     throw forbidden(Messages.forbidden, AuthzMessages.scopeMissing(type, action));
   }
 }

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { requireAuth } from "../auth/session";
-import { database } from "../db/client";
+import { dbFor } from "../db/session";
 import type { AppEnv } from "../http/types";
 import { validationFailed } from "../http/errors";
 import { canonicalId } from "../http/ids";
@@ -65,7 +65,7 @@ export const authzRoutes = new Hono<AppEnv>()
     jsonBody(authorizationRequest),
     async (c) => {
       c.req.valid("json");
-      const { subject } = c.var.auth;
+      const { subject } = c.get("auth");
       // Keys are the caller's free-form labels. zod rebuilds records by assignment, which turns a "__proto__" key into
       // a prototype; the raw JSON keeps it as an ordinary key, so checks are taken from there (each one validated).
       const raw = (await c.req.json()) as { checks: Record<string, unknown> };
@@ -79,7 +79,7 @@ export const authzRoutes = new Hono<AppEnv>()
         const { resource_type: type, resource_id: id } = check.object;
         return id !== undefined && isResourceType(type) ? [{ type, id }] : [];
       });
-      const placements = lookups.length > 0 ? await loadPlacements({ db: database(c.env.DB), env: c.env, callerId: subject.id }, lookups) : new Map();
+      const placements = lookups.length > 0 ? await loadPlacements({ db: dbFor(c, "read"), env: c.env, callerId: subject.id }, lookups) : new Map();
 
       const result = new Map<string, boolean>();
       for (const [key, { action, object }] of entries) {

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { requireAuth } from "../auth/session";
 import { assertCan } from "../authz/guard";
-import { database } from "../db/client";
+import { readFresh } from "../db/session";
 import { notFound, validationFailed } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { headerParams, jsonBody, pathParams, queryParams } from "../http/validate";
@@ -65,7 +65,8 @@ export const broadcastRoutes = new Hono<AppEnv>()
     async (c) => {
       assertCan(c, "read", { type: "notification_broadcast" });
       const query = c.req.valid("query");
-      const page = await listBroadcasts(database(c.env.DB), query.starting_before, query.limit);
+      // A cursor from a page another replica served may be newer than this one: checked on the primary before the 400.
+      const page = await readFresh(c, (db) => listBroadcasts(db, query.starting_before, query.limit));
       if (!page) throw validationFailed([{ field: "starting_before", detail: BroadcastMessages.unknownStartingBefore }]);
       return c.json({ broadcasts: page }, 200);
     },
@@ -85,7 +86,8 @@ export const broadcastRoutes = new Hono<AppEnv>()
     pathParams(broadcastIdParam),
     async (c) => {
       assertCan(c, "read", { type: "notification_broadcast" });
-      const progress = await broadcastProgress(database(c.env.DB), c.req.valid("param").id);
+      // A broadcast just created is found even where a replica has not seen it yet (docs/consistency.md).
+      const progress = await readFresh(c, (db) => broadcastProgress(db, c.req.valid("param").id));
       if (!progress) throw notFound();
       return c.json(progress, 200);
     },

@@ -1,7 +1,8 @@
 import { and, count, desc, eq, gt, sql } from "drizzle-orm";
 import type { Context } from "hono";
 import { auditInsert } from "../audit/log";
-import { database, type Database } from "../db/client";
+import type { Database } from "../db/client";
+import { dbFor } from "../db/session";
 import { broadcastBatches, broadcastIdempotencyKeys, broadcasts, broadcastShards, organizations, users, type BroadcastAudience } from "../db/schema";
 import { validationFailed } from "../http/errors";
 import type { AppEnv } from "../http/types";
@@ -64,8 +65,8 @@ async function countAudience(db: Database, audience: BroadcastAudience, createdA
  * winner's, because the key's primary key lets only one transaction commit.
  */
 export async function createBroadcast(c: Context<AppEnv>, body: CreateBroadcast, key: string | undefined): Promise<Created> {
-  const db = database(c.env.DB);
-  const caller = c.var.auth.user.id;
+  const db = dbFor(c, "write");
+  const caller = c.get("auth").user.id;
   const at = Date.now();
   if (key !== undefined) {
     const first = await replayed(db, caller, key, at);

@@ -1,5 +1,6 @@
 import { hc } from "hono/client";
 import type { HeraldApi } from "../app";
+import { BOOKMARK_HEADER, laterBookmark } from "../db/bookmark";
 
 export { watchInbox } from "./watch";
 export type { ChangeFrame, InboxChange, NotificationFrame, WatchHandle, WatchInboxOptions, WatchStatus, WatchStopReason } from "./watch";
@@ -22,9 +23,20 @@ export interface ClientOptions {
  * const { notifications, unread_count } = await res.json();
  */
 export function createHeraldClient(options: ClientOptions) {
+  const send = options.fetch ?? fetch;
+  const token: Record<string, string> = options.token ? { "Service-Session-Token": options.token } : {};
+  // The latest D1 bookmark Herald answered with, sent back on every later call (docs/consistency.md): what this client
+  // wrote, it reads back, whichever replica serves the read. Answers may arrive out of order, so the later one is kept.
+  let bookmark: string | undefined;
+  const remembering: typeof fetch = async (input, init) => {
+    const res = await send(input, init);
+    const received = res.headers.get(BOOKMARK_HEADER);
+    if (received) bookmark = laterBookmark(bookmark, received);
+    return res;
+  };
   return hc<HeraldApi>(`${options.baseUrl.replace(/\/$/, "")}/api/v2`, {
-    headers: options.token ? { "Service-Session-Token": options.token } : {},
-    ...(options.fetch ? { fetch: options.fetch } : {}),
+    headers: () => (bookmark === undefined ? token : { ...token, [BOOKMARK_HEADER]: bookmark }),
+    fetch: remembering,
   });
 }
 

@@ -2,7 +2,8 @@ import { and, eq, gt, inArray, isNull } from "drizzle-orm";
 import type { Context } from "hono";
 import { auditInsert } from "../audit/log";
 import { AuthMessages } from "../auth/messages";
-import { database, type Database } from "../db/client";
+import type { Database } from "../db/client";
+import { dbFor } from "../db/session";
 import { loginConversions, organizationMembers, userLinks, users, type UserRow } from "../db/schema";
 import { ApiError, conflict, forbidden, Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
@@ -83,8 +84,8 @@ async function freeUsername(db: Database, wanted: string): Promise<string> {
  * are allowed. A password user is never taken over by e-mail: that needs a login conversion.
  */
 export async function resolveExternalUser(c: Context<AppEnv>, type: ExternalLoginType, identity: ExternalIdentity): Promise<UserRow> {
-  const config = c.var.config;
-  const db = database(c.env.DB);
+  const config = c.get("config");
+  const db = dbFor(c, "write");
   let user = await linkedUser(db, identity);
   if (!user) {
     await staleLinkDelete(db, identity);
@@ -162,8 +163,8 @@ export async function completeConversion(
   identity: ExternalIdentity,
   merge: { state: string; userId: string },
 ): Promise<UserRow> {
-  const config = c.var.config;
-  const db = database(c.env.DB);
+  const config = c.get("config");
+  const db = dbFor(c, "write");
   const used = await db
     .update(loginConversions)
     .set({ usedAt: nowIso() })

@@ -11,7 +11,7 @@ import { limitPerAccount, limitPerIp } from "../auth/rate-limit";
 import { commitAccountChanges, endKeys } from "../auth/account-changes";
 import { presentedSession, requireAuth } from "../auth/session";
 import { assertCan } from "../authz/guard";
-import { database } from "../db/client";
+import { dbFor } from "../db/session";
 import { apiKeys, loginConversions } from "../db/schema";
 import { ApiError, badRequest, forbidden, Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
@@ -67,13 +67,13 @@ export function safeRedirect(target: string | undefined, origin: string, allowed
 
 /** The callback URL as registered with the provider (ACCESS_URL's origin), carrying this request's query. */
 function canonicalCallback(c: Context<AppEnv>, provider: ExternalProvider): URL {
-  const url = new URL(`/api/v2${provider.callbackPath}`, c.var.config.origin);
+  const url = new URL(`/api/v2${provider.callbackPath}`, c.get("config").origin);
   url.search = new URL(c.req.url).search;
   return url;
 }
 
 async function startFlow(c: Context<AppEnv>, provider: ExternalProvider, query: URLSearchParams): Promise<Response> {
-  const config = c.var.config;
+  const config = c.get("config");
   const mergeState = query.get("oidc_merge_state");
   let merge: FlowState["merge"];
   if (mergeState !== null) {
@@ -100,7 +100,7 @@ async function startFlow(c: Context<AppEnv>, provider: ExternalProvider, query: 
 }
 
 async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query: URLSearchParams): Promise<Response> {
-  const config = c.var.config;
+  const config = c.get("config");
   const flow = await readSignedCookie<FlowState>(c, config, FLOW_COOKIE, "sign-in");
   if (flow.type !== provider.type) throw badRequest(ExternalMessages.otherProvider);
   const error = query.get("error");
@@ -119,7 +119,7 @@ async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query:
   }
 
   const user = flow.merge ? await completeConversion(c, provider.type, identity, flow.merge) : await resolveExternalUser(c, provider.type, identity);
-  const db = database(c.env.DB);
+  const db = dbFor(c, "write");
   const session = await issueKey(db, { userId: user.id, loginType: provider.type, lifetimeMs: loginSessionLifetime(config) });
   const replaced = await presentedSession(c, db);
   const replacing = replaced ? [endKeys(db, replaced.userId, eq(apiKeys.id, replaced.id))] : [];
@@ -143,7 +143,7 @@ async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query:
 function callback(provider: ExternalProvider) {
   return async (c: Context<AppEnv>) => {
     await limitPerIp(c, "external-login");
-    if (!provider.configured(c.var.config)) throw badRequest(ExternalMessages.notConfigured(provider.type === "oidc" ? "OpenID Connect" : "GitHub"));
+    if (!provider.configured(c.get("config"))) throw badRequest(ExternalMessages.notConfigured(provider.type === "oidc" ? "OpenID Connect" : "GitHub"));
     const query = new URL(c.req.url).searchParams;
     return query.has("code") || query.has("error") ? finishFlow(c, provider, query) : startFlow(c, provider, query);
   };
@@ -219,9 +219,9 @@ export const externalLoginRoutes = new Hono<AppEnv>()
     jsonBody(convertLoginBody),
     async (c) => {
       const { password, to_type: toType } = c.req.valid("json");
-      const config = c.var.config;
+      const config = c.get("config");
       const user = await resolveUser(c, c.req.param("user"));
-      if (user.id !== c.var.auth.user.id) throw forbidden(Messages.forbidden, ExternalMessages.convertSelfOnly);
+      if (user.id !== c.get("auth").user.id) throw forbidden(Messages.forbidden, ExternalMessages.convertSelfOnly);
       // A scoped token needs the personal-update permission, as for a password change (roles ∩ scopes).
       assertCan(c, "update_personal", { type: "user", ownerId: user.id });
       if (toType !== "oidc" && toType !== "github") {
@@ -239,7 +239,7 @@ export const externalLoginRoutes = new Hono<AppEnv>()
 
       const state = `convert-${randomAlphanumeric(32)}`;
       const expiresAt = nowIso(Date.now() + CONVERSION_TTL_MS);
-      const db = database(c.env.DB);
+      const db = dbFor(c, "write");
       await db.batch([
         db.insert(loginConversions).values({
           stateHmac: await conversionStateHmac(config.SECRET_KEY, state),

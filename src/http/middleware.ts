@@ -10,45 +10,87 @@ import type { AppEnv } from "./types";
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{7,63}$/;
 
 /**
- * Every request gets an id, echoed as `X-Request-Id` and written to logs and the audit log. A client's own id (for
- * tracing across services) is kept only when it looks like an id; anything else is replaced by a fresh UUID, so no
- * client text of its choosing reaches the audit log.
+ * The headers every answer carries (docs/security.md, V3.4): HSTS for a year, as ASVS 3.4.1 asks (browsers ignore it
+ * over plain http, i.e. local runs); JSON and text answers load nothing and may not be framed (the dashboard page sets
+ * its own policy, which wins); no referrer; no MIME sniffing. The same set Hono's secureHeaders middleware sends by
+ * default, with Herald's HSTS, CSP and Cross-Origin-Resource-Policy.
  */
-export const requestIds: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const given = c.req.header("X-Request-Id");
-  const id = given !== undefined && CLIENT_REQUEST_ID.test(given) ? given : crypto.randomUUID();
-  c.set("requestId", id);
-  c.header("X-Request-Id", id);
-  await next();
-};
-
-/** Loads (and on the first request validates) the configuration; a bad one fails loudly through the error handler. */
-export const loadConfig: MiddlewareHandler<AppEnv> = async (c, next) => {
-  c.set("config", getConfig(c.env));
-  await next();
-};
+const FRAME_HEADERS: readonly (readonly [string, string])[] = [
+  ["Strict-Transport-Security", "max-age=31536000; includeSubDomains"],
+  ["Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; base-uri 'none'"],
+  ["Cross-Origin-Opener-Policy", "same-origin"],
+  ["Cross-Origin-Resource-Policy", "same-site"],
+  ["Origin-Agent-Cluster", "?1"],
+  ["Referrer-Policy", "no-referrer"],
+  ["X-Content-Type-Options", "nosniff"],
+  ["X-DNS-Prefetch-Control", "off"],
+  ["X-Download-Options", "noopen"],
+  ["X-Frame-Options", "SAMEORIGIN"],
+  ["X-Permitted-Cross-Domain-Policies", "none"],
+  ["X-XSS-Protection", "0"],
+];
+/** Of FRAME_HEADERS, the ones a page sets for itself (src/web/routes.ts), which the frame must then leave alone. */
+const PAGE_OWNED = new Set(["Content-Security-Policy", "Cross-Origin-Resource-Policy"]);
 
 /**
- * When the public address is https, a request that reached that host over plain http is refused rather than served
- * (docs/security.md, V4.1 and V12.2): credentials and answers would cross the network in clear. A browser asking
- * for a page is sent to https with a 308; an API call gets a 403 it cannot mistake for success. Local runs (another
- * host, such as localhost) are unaffected.
+ * The answer's headers, ready to be set. Most answers are Hono's and can be changed in place; the runtime's own (a
+ * WebSocket upgrade relayed from the inbox object) cannot, so such an answer is copied once.
  */
-export const httpsOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const config = c.var.config;
-  // A string test first: this runs on every request, and almost every request is https.
-  if (config.secure && c.req.url.startsWith("http:")) {
-    const url = new URL(c.req.url);
-    if (url.origin === config.origin.replace(/^https:/, "http:")) {
-      if (!url.pathname.startsWith("/api/")) {
-        url.protocol = "https:";
-        return c.redirect(url.href, 308);
-      }
-      throw new ApiError(403, Messages.httpsOnly, { detail: Messages.httpsOnlyDetail(config.origin) });
-    }
+export function writableHeaders(c: Context<AppEnv>): Headers {
+  try {
+    c.res.headers.set("X-Request-Id", c.get("requestId"));
+  } catch {
+    c.res = new Response(c.res.body, c.res);
+    c.res.headers.set("X-Request-Id", c.get("requestId"));
   }
-  await next();
+  return c.res.headers;
+}
+
+/**
+ * The frame of every request, in one step because each middleware step costs a measurable share of a request that
+ * does little (docs/benchmarks.md, "Where the time goes"):
+ *
+ * - **A request id**, echoed as `X-Request-Id` and written to logs and the audit log. A client's own id (for tracing
+ *   across services) is kept only when it looks like an id; anything else is replaced by a fresh UUID, so no client
+ *   text of its choosing reaches the audit log.
+ * - **The configuration**, loaded (and on the first request validated); a bad one fails loudly through the error
+ *   handler.
+ * - **https only** when the public address is https (docs/security.md, V4.1 and V12.2): a request that reached that
+ *   host over plain http is refused rather than served, since credentials and answers would cross the network in
+ *   clear. A browser asking for a page is sent to https with a 308; an API call gets a 403 it cannot mistake for
+ *   success. Local runs (another host, such as localhost) are unaffected.
+ * - **The headers every answer carries**, and `Cache-Control: no-store` under `/api` (authenticated answers must not
+ *   be cached by browsers or shared caches). They are set on the finished answer, in place: preparing them before
+ *   the handler would make Hono copy them into the answer, and copying the answer to add them would copy it whole,
+ *   each measurably dearer. A page that sets its own policy keeps it.
+ */
+export const requestFrame: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const given = c.req.header("X-Request-Id");
+  c.set("requestId", given !== undefined && CLIENT_REQUEST_ID.test(given) ? given : crypto.randomUUID());
+  const api = c.req.path.startsWith("/api/");
+  try {
+    const config = getConfig(c.env);
+    c.set("config", config);
+    const refused = config.secure && c.req.url.startsWith("http:") ? refuseHttp(c, config.origin, api) : undefined;
+    if (refused) c.res = refused;
+    else await next();
+  } catch (error) {
+    // Only the configuration and the https refusal can throw here: a handler's error is answered inside `next`.
+    c.res = await handleError(error instanceof Error ? error : new Error(String(error)), c);
+  }
+  const headers = writableHeaders(c);
+  for (const [name, value] of FRAME_HEADERS) if (!PAGE_OWNED.has(name) || !headers.has(name)) headers.set(name, value);
+  if (api) headers.set("Cache-Control", "no-store");
 };
+
+/** The answer to a plain-http request for the https host, or undefined for any other host (a local run). */
+function refuseHttp(c: Context<AppEnv>, origin: string, api: boolean): Response | undefined {
+  const url = new URL(c.req.url);
+  if (url.origin !== origin.replace(/^https:/, "http:")) return undefined;
+  if (api) throw new ApiError(403, Messages.httpsOnly, { detail: Messages.httpsOnlyDetail(origin) });
+  url.protocol = "https:";
+  return c.redirect(url.href, 308);
+}
 
 /**
  * What an unexpected error may put in a log line: its name and first message line. Drizzle appends the bound

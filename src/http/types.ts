@@ -1,6 +1,8 @@
 import type { Config } from "../config/config";
 import type { Env } from "../env";
 import type { AuthContext } from "../auth/session";
+import type { Database } from "../db/client";
+import type { SessionStart } from "../db/session";
 
 /** Hono environment shared by every sub-app: bindings plus per-request variables. */
 export interface AppEnv {
@@ -10,5 +12,9 @@ export interface AppEnv {
     config: Config;
     /** Set by `requireAuth`; absent on public routes. */
     auth: AuthContext;
+    /** The request's D1 session, where it began, and its Drizzle handle: opened by `dbFor` on first use (src/db/session.ts). */
+    d1Session?: D1DatabaseSession;
+    d1Start?: SessionStart;
+    db?: Database;
   };
 }

@@ -36,12 +36,12 @@ interface ListInboxResponse {
 }
 
 /** The caller's own inbox object: every inbox route is one round trip to it after authentication. */
-function inboxOf(c: Context<AppEnv>, userId: string = c.var.auth.user.id) {
+function inboxOf(c: Context<AppEnv>, userId: string = c.get("auth").user.id) {
   return c.env.USER_INBOX.get(c.env.USER_INBOX.idFromName(userId));
 }
 
 function assertOwnInbox(c: Context<AppEnv>, action: "read" | "update") {
-  assertCan(c, action, { type: "inbox_notification", ownerId: c.var.auth.user.id });
+  assertCan(c, action, { type: "inbox_notification", ownerId: c.get("auth").user.id });
 }
 
 const NOT_YOURS = `Not one of the caller's notifications: \`${Messages.notFoundOrNoAccess}\`.`;
@@ -111,8 +111,8 @@ export const inboxRoutes = new Hono<AppEnv>()
       };
       const watch: WatchRequest = {
         attachment,
-        keyId: c.var.auth.key.id,
-        expiresAt: Date.parse(c.var.auth.key.expiresAt),
+        keyId: c.get("auth").key.id,
+        expiresAt: Date.parse(c.get("auth").key.expiresAt),
         protocol: offered.length > 0 ? WATCH_PROTOCOL : null,
         ...(query.after_seq === undefined ? {} : { afterSeq: query.after_seq }),
       };

@@ -14,8 +14,13 @@ export function randomAlphanumeric(length: number): string {
   return out;
 }
 
+/** Two hex digits per byte value, built once: hashing is on every cache-missed authentication. */
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
+
 function toHex(bytes: ArrayBuffer | Uint8Array): string {
-  return [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  let hex = "";
+  for (const b of new Uint8Array(bytes)) hex += HEX[b];
+  return hex;
 }
 
 export async function sha256Hex(text: string): Promise<string> {
@@ -38,6 +43,18 @@ export function timingSafeEqualText(a: string, b: string): boolean {
   const right = encoder.encode(b);
   if (left.byteLength !== right.byteLength) return false;
   return timingSafeEqualBytes(left, right);
+}
+
+/**
+ * Constant-time equality of two strings of the same known length, such as a token's secret and the one an isolate
+ * verified earlier (src/auth/key-cache.ts): every UTF-16 unit is compared, with no early exit. Unlike
+ * {@link timingSafeEqualText} it encodes nothing, so it costs next to nothing on a hot path.
+ */
+export function timingSafeEqualShort(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let difference = 0;
+  for (let i = 0; i < a.length; i++) difference |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return difference === 0;
 }
 
 const hmacKeys = new Map<string, Promise<CryptoKey>>();

@@ -1,6 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import { getConfig, type Config } from "../config/config";
-import { database } from "../db/client";
+import { database, type Database } from "../db/client";
 import {
   notificationMessages,
   notificationPreferences,
@@ -86,10 +86,12 @@ export function isReadAware(method: DispatchMethod, delayMs: number, hasInboxCop
  * deployment's) external method, plus the inbox unless the template is external-only. Disabled templates are
  * recorded as `inhibited`; mandatory ones ignore preferences. Unless the notifier is paused, the inbox copy goes
  * straight to the user's object and the external one onto the queue, after the rows are committed.
+ *
+ * `db` is a request's own D1 session when the client may read the message log back (docs/consistency.md): its answer's
+ * bookmark then covers these rows. Producers off the request path use the binding itself.
  */
-export async function enqueueNotification(env: Env, background: Background, request: EnqueueRequest): Promise<MessageRow[]> {
+export async function enqueueNotification(env: Env, background: Background, request: EnqueueRequest, db: Database = database(env.DB)): Promise<MessageRow[]> {
   const config = getConfig(env);
-  const db = database(env.DB);
   const [templates, recipients, preferences, paused] = await db.batch([
     db.select().from(notificationTemplates).where(eq(notificationTemplates.id, request.templateId)),
     db.select().from(users).where(eq(users.id, request.userId)),

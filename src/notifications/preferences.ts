@@ -4,7 +4,8 @@ import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { requireAuth } from "../auth/session";
 import { can } from "../authz/guard";
-import { database, type Database } from "../db/client";
+import type { Database } from "../db/client";
+import { dbFor } from "../db/session";
 import { inSlices } from "../db/slices";
 import { notificationPreferences, notificationTemplates, type UserRow } from "../db/schema";
 import { forbidden, Messages, validationFailed } from "../http/errors";
@@ -55,7 +56,7 @@ export const preferenceRoutes = new Hono<AppEnv>()
     requireAuth,
     async (c) => {
       const user = await targetUser(c, "read");
-      return c.json(await preferencesOf(database(c.env.DB), user.id), 200);
+      return c.json(await preferencesOf(dbFor(c, "read"), user.id), 200);
     },
   )
   .put(
@@ -92,7 +93,7 @@ export const preferenceRoutes = new Hono<AppEnv>()
         map.set(id, disabled);
       }
       const user = await targetUser(c, "update");
-      const db = database(c.env.DB);
+      const db = dbFor(c, "write");
       const ids = [...map.keys()];
       const templates = (
         await Promise.all(

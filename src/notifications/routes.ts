@@ -4,7 +4,7 @@ import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { requireAuth } from "../auth/session";
 import { assertCan, assertScope, can } from "../authz/guard";
-import { database } from "../db/client";
+import { dbFor } from "../db/session";
 import { notificationMessages, notificationTemplates, type MessageRow, type TemplateRow } from "../db/schema";
 import { formatDuration } from "../config/duration";
 import { ApiError, badRequest, forbidden, Messages, notFound } from "../http/errors";
@@ -39,7 +39,7 @@ function toSettingsResponse(t: TemplateRow) {
 }
 
 async function templateById(c: Context<AppEnv>, id: string): Promise<TemplateRow> {
-  const [template] = await database(c.env.DB).select().from(notificationTemplates).where(eq(notificationTemplates.id, id));
+  const [template] = await dbFor(c, "read").select().from(notificationTemplates).where(eq(notificationTemplates.id, id));
   if (!template) throw notFound();
   return template;
 }
@@ -65,7 +65,7 @@ function toMessageResponse(m: MessageRow) {
 
 async function templatesOfKind(c: Context<AppEnv>, kind: TemplateRow["kind"]) {
   assertCan(c, "read", { type: "notification_template" });
-  const db = database(c.env.DB);
+  const db = dbFor(c, "read");
   try {
     const rows = await db.select().from(notificationTemplates).where(eq(notificationTemplates.kind, kind)).orderBy(asc(notificationTemplates.name));
     return c.json(rows.map(toTemplateResponse), 200);
@@ -105,18 +105,23 @@ export const notificationRoutes = new Hono<AppEnv>()
     requireAuth,
     jsonBody(customNotificationBody, { invalidMessage: NotificationsMessages.invalidCustomBody }),
     async (c) => {
-      const auth = c.var.auth;
+      const auth = c.get("auth");
       if (!can(c, "create", { type: "notification_message", ownerId: auth.user.id })) {
         if (auth.user.isSystem) throw forbidden(NotificationsMessages.systemUserForbidden, NotificationsMessages.systemUserCustom);
         throw forbidden();
       }
       const body = c.req.valid("json");
-      await enqueueNotification(c.env, c.executionCtx, {
-        userId: auth.user.id,
-        templateId: TEMPLATE_IDS.custom,
-        labels: { custom_title: body.content.title.trim(), custom_message: body.content.message.trim() },
-        createdBy: auth.user.id,
-      });
+      await enqueueNotification(
+        c.env,
+        c.executionCtx,
+        {
+          userId: auth.user.id,
+          templateId: TEMPLATE_IDS.custom,
+          labels: { custom_title: body.content.title.trim(), custom_message: body.content.message.trim() },
+          createdBy: auth.user.id,
+        },
+        dbFor(c, "write"),
+      );
       return c.body(null, 204);
     },
   )
@@ -132,7 +137,7 @@ export const notificationRoutes = new Hono<AppEnv>()
     requireAuth,
     (c) => {
       assertScope(c, "deployment_config", "read");
-      return c.json([{ available: ["smtp", "webhook"], default: c.var.config.NOTIFICATIONS_METHOD }], 200);
+      return c.json([{ available: ["smtp", "webhook"], default: c.get("config").NOTIFICATIONS_METHOD }], 200);
     },
   )
   .get(
@@ -147,7 +152,7 @@ export const notificationRoutes = new Hono<AppEnv>()
     requireAuth,
     async (c) => {
       assertScope(c, "deployment_config", "read");
-      return c.json({ notifier_paused: await readPaused(database(c.env.DB)) }, 200);
+      return c.json({ notifier_paused: await readPaused(dbFor(c, "read")) }, 200);
     },
   )
   .put(
@@ -169,7 +174,7 @@ export const notificationRoutes = new Hono<AppEnv>()
     async (c) => {
       assertCan(c, "update", { type: "deployment_config" });
       const { notifier_paused } = c.req.valid("json");
-      const db = database(c.env.DB);
+      const db = dbFor(c, "write");
       const current = await readPaused(db);
       if (current === notifier_paused) return c.body(null, 304);
       await db.batch([
@@ -234,7 +239,7 @@ export const notificationRoutes = new Hono<AppEnv>()
       const delay = c.req.valid("json").email_when_unread_after;
       if (template.kind !== "system") throw badRequest(NotificationsMessages.readAwareSystemOnly);
       if (template.externalOnly) throw badRequest(NotificationsMessages.readAwareNeedsInbox(template.name));
-      const db = database(c.env.DB);
+      const db = dbFor(c, "write");
       await db.batch([
         db.update(notificationTemplates).set({ emailWhenUnreadAfterMs: delay }).where(eq(notificationTemplates.id, template.id)),
         auditInsert(db, c, {
@@ -261,7 +266,8 @@ export const notificationRoutes = new Hono<AppEnv>()
     async (c) => {
       // Site-wide create on messages: the owner's permission, not a member's own-notification one.
       assertCan(c, "create", { type: "notification_message" }, NotificationsMessages.ownerSendsTest);
-      await enqueueNotification(c.env, c.executionCtx, { userId: c.var.auth.user.id, templateId: TEMPLATE_IDS.test, createdBy: c.var.auth.user.id });
+      const caller = c.get("auth").user.id;
+      await enqueueNotification(c.env, c.executionCtx, { userId: caller, templateId: TEMPLATE_IDS.test, createdBy: caller }, dbFor(c, "write"));
       return c.body(null, 200);
     },
   )
@@ -285,7 +291,7 @@ export const notificationRoutes = new Hono<AppEnv>()
       if (q.method) filters.push(eq(notificationMessages.method, q.method));
       if (q.user_id) filters.push(eq(notificationMessages.userId, q.user_id));
       if (q.template_id) filters.push(eq(notificationMessages.templateId, q.template_id));
-      const db = database(c.env.DB);
+      const db = dbFor(c, "read");
       const where = and(...filters);
       const [rows, total] = await db.batch([
         db

@@ -1,6 +1,7 @@
 import type { RouterRoute } from "hono/types";
 import { z } from "zod";
 import { refuseCrossSite, requireAuth } from "../auth/session";
+import { BOOKMARK_HEADER, BOOKMARK_PATTERN } from "../db/bookmark";
 import { Messages } from "../http/errors";
 import { MAX_BODY_BYTES } from "../http/limits";
 import {
@@ -31,6 +32,7 @@ const JSON_SCHEMA_OPTIONS = { target: "draft-2020-12", io: "input", unrepresenta
 
 const SCHEMA_REF = "#/components/schemas/";
 const ERROR_SCHEMA: JsonSchema = { $ref: `${SCHEMA_REF}Response` };
+const BOOKMARK_REF: Reference = { $ref: `#/components/headers/${BOOKMARK_HEADER}` };
 const SESSION: SecurityRequirement[] = [{ SessionToken: [] }, { BearerToken: [] }, { SessionCookie: [] }];
 
 const DESCRIPTION = `Sign-in, authorization and notifications. All bodies are JSON.
@@ -42,6 +44,8 @@ const DESCRIPTION = `Sign-in, authorization and notifications. All bodies are JS
 **Methods.** \`HEAD\` is answered wherever \`GET\` is, with the same status and headers and no body. Under \`/api\`, \`OPTIONS\` answers a CORS preflight (204). Under \`/api/v2\`, an unknown path answers 404 \`${Messages.routeNotFound}\`, and a known path asked with a method it does not serve answers **405** \`${Messages.methodNotAllowed}\` with an \`Allow\` header listing the methods it does serve. A path with a trailing slash is another path (404).
 
 **Authentication.** A session token or API key (\`<10-char id>-<22-char secret>\`) in the \`Service-Session-Token\` header, else \`Authorization: Bearer\`, else the \`service_session_token\` cookie (\`__Host-\` prefixed on https). A cookie-authenticated request that changes state must come from an allowed \`Origin\` (403 otherwise).
+
+**Consistency.** Reads may be served by a nearby read replica of the database. An answer under \`/api\` that read or wrote the database carries its position there in the \`${BOOKMARK_HEADER}\` header; a request that sends the latest one it received back in that same header reads at least what that answer had seen (read-your-writes). A malformed bookmark is ignored. Which route reads where: docs/consistency.md.
 
 **Transport.** When the deployment's \`ACCESS_URL\` is https, a plain-http request to that host answers 403 \`${Messages.httpsOnly}\` under \`/api\` (a redirect for pages).`;
 
@@ -155,6 +159,12 @@ function errorResponse(status: ErrorStatus, description: string): ResponseObject
   };
 }
 
+/** An answer under `/api` may carry the D1 bookmark (docs/consistency.md), whatever its status. */
+function withBookmark(response: ResponseObject): ResponseObject {
+  const { description, headers, ...rest } = response;
+  return { description, headers: { ...headers, [BOOKMARK_HEADER]: BOOKMARK_REF }, ...rest };
+}
+
 function operationObject(op: Operation, converted: Map<z.ZodType, JsonSchema>): OperationObject {
   const pathParams = parameters(op, "path", op.pathParams && converted.get(op.pathParams));
   const templated = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]).sort();
@@ -176,6 +186,9 @@ function operationObject(op: Operation, converted: Map<z.ZodType, JsonSchema>): 
     responses[status] = errorResponse(Number(status) as ErrorStatus, errorMap[Number(status) as ErrorStatus] ?? "");
   }
   responses["500"] ??= { $ref: "#/components/responses/InternalServerError" };
+  if (op.path.startsWith("/api/")) {
+    for (const [status, response] of Object.entries(responses)) if (!("$ref" in response)) responses[status] = withBookmark(response);
+  }
   const body = op.body && converted.get(op.body);
   return {
     operationId: op.operationId,
@@ -336,6 +349,7 @@ export function buildOpenApiDocument(routes: readonly RouterRoute[], options: Do
       responses: {
         InternalServerError: {
           description: `An unexpected failure: \`${Messages.internal}\` with the request id in \`detail\`.`,
+          headers: { [BOOKMARK_HEADER]: BOOKMARK_REF },
           content: { "application/json": { schema: ERROR_SCHEMA } },
         },
       },
@@ -352,6 +366,11 @@ export function buildOpenApiDocument(routes: readonly RouterRoute[], options: Do
       },
       headers: {
         "Retry-After": { description: "Seconds until the rate limit resets.", required: true, schema: { type: "integer", minimum: 0 } },
+        [BOOKMARK_HEADER]: {
+          description:
+            "The database position this answer had seen (a D1 bookmark), when it read or wrote the database or was sent one. Send the latest one received back in the same request header to read at least that state (docs/consistency.md).",
+          schema: { type: "string", pattern: BOOKMARK_PATTERN },
+        },
       },
     },
   };

@@ -27,7 +27,7 @@ const TO_USER: Partial<Record<AccountEvent, string>> = {
  * turned into a failed account change.
  */
 export function notifyAccountEvent(c: Context<AppEnv>, event: AccountEvent, account: Pick<UserRow, "id" | "username" | "name">): void {
-  const actor = c.var.auth.user;
+  const actor = c.get("auth").user;
   const { template, label } = TO_ADMINS[event];
   // Coder's label names: `<event>_account_name` is the username, `<event>_account_user_name` the display name.
   const labels = { [label]: account.username, [label.replace(/_name$/, "_user_name")]: account.name, initiator: actor.username };

@@ -9,7 +9,7 @@ import { limitSensitive } from "../auth/rate-limit";
 import { requireAuth } from "../auth/session";
 import { isKnownScope } from "../authz/catalog";
 import { assertCan } from "../authz/guard";
-import { database } from "../db/client";
+import { dbFor } from "../db/session";
 import { apiKeys, type ApiKeyRow } from "../db/schema";
 import { badRequest, conflict, forbidden, Messages, notFound } from "../http/errors";
 import type { AppEnv } from "../http/types";
@@ -85,13 +85,13 @@ export const keyRoutes = new Hono<AppEnv>()
           validations: unknown.map((s) => ({ field: "scopes", detail: UserMessages.unknownScope(s) })),
         });
       }
-      if (!withinScopes(c.var.auth.key.scopes, scopes)) {
+      if (!withinScopes(c.get("auth").key.scopes, scopes)) {
         throw forbidden(Messages.forbidden, UserMessages.scopesTooWide);
       }
-      const maxMs = c.var.config.TOKEN_MAX_LIFETIME;
+      const maxMs = c.get("config").TOKEN_MAX_LIFETIME;
       // A token never outlives the API token that creates it: otherwise a token about to expire could mint a fresh
       // 30-day one, and so on forever.
-      const creator = c.var.auth.key;
+      const creator = c.get("auth").key;
       const notAfter = creator.loginType === "token" ? Date.parse(creator.expiresAt) : undefined;
       const remainingMs = notAfter !== undefined ? notAfter - Date.now() : Number.POSITIVE_INFINITY;
       const lifetimeMs = body.lifetime !== undefined ? body.lifetime * 1000 : Math.min(DEFAULT_TOKEN_LIFETIME_MS, maxMs, remainingMs);
@@ -109,8 +109,8 @@ export const keyRoutes = new Hono<AppEnv>()
       }
       // Limited once the request is otherwise acceptable: the limit guards minting, and a refused request mints nothing.
       await limitSensitive(c, "token-create", user.id);
-      const db = database(c.env.DB);
-      const cap = c.var.config.TOKEN_MAX_PER_USER;
+      const db = dbFor(c, "write");
+      const cap = c.get("config").TOKEN_MAX_PER_USER;
       const [held] = await db
         .select({ n: count() })
         .from(apiKeys)
@@ -151,7 +151,7 @@ export const keyRoutes = new Hono<AppEnv>()
     async (c) => {
       const user = await resolveUser(c, c.req.param("user"));
       assertCan(c, "read", { type: "api_key", ownerId: user.id });
-      const db = database(c.env.DB);
+      const db = dbFor(c, "read");
       const rows = await db
         .select()
         .from(apiKeys)
@@ -178,12 +178,12 @@ export const keyRoutes = new Hono<AppEnv>()
     async (c) => {
       const user = await resolveUser(c, c.req.param("user"));
       assertCan(c, "read", { type: "api_key", ownerId: user.id });
-      const rows = await database(c.env.DB)
+      const rows = await dbFor(c, "read")
         .select()
         .from(apiKeys)
         .where(and(eq(apiKeys.userId, user.id), ne(apiKeys.loginType, "token")))
         .orderBy(desc(apiKeys.lastUsed), desc(apiKeys.createdAt));
-      const current = c.var.auth.key.id;
+      const current = c.get("auth").key.id;
       return c.json(
         rows.map((row) => ({ ...toApiKeyResponse(row), current: row.id === current })),
         200,
@@ -209,8 +209,8 @@ export const keyRoutes = new Hono<AppEnv>()
       const { except_current: exceptCurrent } = c.req.valid("query");
       const user = await resolveUser(c, c.req.param("user"));
       assertCan(c, "delete", { type: "api_key", ownerId: user.id });
-      const db = database(c.env.DB);
-      const current = c.var.auth.key.id;
+      const db = dbFor(c, "write");
+      const current = c.get("auth").key.id;
       const sessions = and(ne(apiKeys.loginType, "token"), exceptCurrent ? ne(apiKeys.id, current) : undefined);
       const { revocations } = await commitAccountChanges(
         c,
@@ -219,7 +219,7 @@ export const keyRoutes = new Hono<AppEnv>()
         [auditInsert(db, c, { action: "end_sessions", resourceType: "user", resourceId: user.id, diff: { except_current: exceptCurrent } })],
       );
       const endedCurrent = revocations.some((r) => r.kind === "credentials-ended" && r.keyIds !== "all" && r.keyIds.includes(current));
-      if (endedCurrent && c.var.auth.source === "cookie") clearSessionCookie(c, c.var.config);
+      if (endedCurrent && c.get("auth").source === "cookie") clearSessionCookie(c, c.get("config"));
       return c.body(null, 204);
     },
   )
@@ -239,7 +239,7 @@ export const keyRoutes = new Hono<AppEnv>()
       const user = await resolveUser(c, c.req.param("user"));
       const id = c.req.param("id");
       assertCan(c, "delete", { type: "api_key", ownerId: user.id });
-      const db = database(c.env.DB);
+      const db = dbFor(c, "write");
       const existing = await db
         .select({ id: apiKeys.id })
         .from(apiKeys)

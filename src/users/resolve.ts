@@ -1,7 +1,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Context } from "hono";
 import { can } from "../authz/guard";
-import { database } from "../db/client";
+import { readFresh } from "../db/session";
 import { users, type UserRow } from "../db/schema";
 import { notFound } from "../http/errors";
 import { canonicalId, isUuidShaped } from "../http/ids";
@@ -12,15 +12,17 @@ import type { AppEnv } from "../http/types";
  * all answer the same 404, so the endpoint does not reveal which users exist.
  */
 export async function resolveUser(c: Context<AppEnv>, param: string): Promise<UserRow> {
-  const db = database(c.env.DB);
-  const auth = c.var.auth;
+  const auth = c.get("auth");
   const target = param === "me" ? auth.user.id : param;
   const where = isUuidShaped(target)
     ? eq(users.id, canonicalId(target))
     : sql`lower(${users.username}) = ${target.toLowerCase()}`;
-  const rows = await db.select().from(users).where(and(where, eq(users.deleted, false))).limit(1);
-  const user = rows[0];
   // The caller always resolves itself (that discloses nothing); what it may then do is each endpoint's check.
-  if (!user || (user.id !== auth.user.id && !can(c, "read", { type: "user", ownerId: user.id }))) throw notFound();
+  const readable = (user: UserRow) => user.id === auth.user.id || can(c, "read", { type: "user", ownerId: user.id });
+  // A user just created is found even where a replica has not seen it yet: a 404 is checked on the primary first
+  // (docs/consistency.md), an unreadable user's too, so the two 404s take as long. In a route that writes, the
+  // request's session is the primary's already.
+  const user = await readFresh(c, async (db) => (await db.select().from(users).where(and(where, eq(users.deleted, false))).limit(1))[0], readable);
+  if (!user || !readable(user)) throw notFound();
   return user;
 }

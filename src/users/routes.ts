@@ -5,7 +5,8 @@ import { hashPassword, verifyPassword } from "../auth/passwords/hash";
 import { limitSensitive } from "../auth/rate-limit";
 import { refuseCrossSite, requireAuth } from "../auth/session";
 import { assertCan, assertScope, can } from "../authz/guard";
-import { database } from "../db/client";
+import type { Database } from "../db/client";
+import { dbFor, readFresh } from "../db/session";
 import { organizationMembers, organizations, users, type UserRow } from "../db/schema";
 import { ApiError, badRequest, conflict, forbidden, Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
@@ -36,14 +37,13 @@ const INVALID_PASSWORD: Errors = { 400: `The password fails the policy: \`${Auth
 
 /** Only owners act on owners: a user-admin must not take over an owner's account by suspending or re-keying it. */
 function assertMayManage(c: Context<AppEnv>, target: UserRow) {
-  if (target.roles.includes("owner") && !c.var.auth.subject.siteRoles.includes("owner")) {
+  if (target.roles.includes("owner") && !c.get("auth").subject.siteRoles.includes("owner")) {
     throw forbidden(Messages.forbidden, UserMessages.ownerManagesOwner);
   }
 }
 
-async function firstUserExists(d1: D1Database): Promise<boolean> {
-  const db = database(d1);
-  return (await db.select({ id: users.id }).from(users).limit(1)).length > 0;
+async function firstUser(db: Database): Promise<{ id: string } | undefined> {
+  return (await db.select({ id: users.id }).from(users).limit(1))[0];
 }
 
 /** Accounts (docs/api.md, Sign-in, accounts and authorization): bootstrap, create/list/get/delete, roles, status and password. */
@@ -58,7 +58,8 @@ export const userRoutes = new Hono<AppEnv>()
       errors: { 404: `No user exists yet: \`${UserMessages.firstUserMissing}\`` },
     }),
     async (c) => {
-      if (await firstUserExists(c.env.DB)) return c.json({ message: UserMessages.firstUserExists }, 200);
+      // The first user, just created, is found even where a replica has not seen it yet (docs/consistency.md).
+      if (await readFresh(c, firstUser)) return c.json({ message: UserMessages.firstUserExists }, 200);
       throw new ApiError(404, UserMessages.firstUserMissing);
     },
   )
@@ -75,9 +76,9 @@ export const userRoutes = new Hono<AppEnv>()
     jsonBody(createFirstUserBody),
     async (c) => {
       const body = c.req.valid("json");
-      if (await firstUserExists(c.env.DB)) throw conflict(UserMessages.firstUserConflict);
+      const db = dbFor(c, "write");
+      if (await firstUser(db)) throw conflict(UserMessages.firstUserConflict);
       assertPasswordPolicy(body.password, body);
-      const db = database(c.env.DB);
       const now = nowIso();
       const userId = crypto.randomUUID();
       const organizationId = crypto.randomUUID();
@@ -136,7 +137,7 @@ export const userRoutes = new Hono<AppEnv>()
       const loginType = body.login_type ?? (serviceAccount ? "none" : "password");
       const email = body.email ?? "";
       if (body.password) assertPasswordPolicy(body.password, { email, username: body.username, name: body.name ?? "" });
-      const db = database(c.env.DB);
+      const db = dbFor(c, "write");
       await assertUnique(db, email, body.username);
       const now = nowIso();
       const row: UserRow = {
@@ -193,10 +194,10 @@ export const userRoutes = new Hono<AppEnv>()
       const { q, status, limit, offset } = c.req.valid("query");
       // Even a member's list of itself is a read of users: a narrowed token needs the scope.
       assertScope(c, "user", "read");
-      const db = database(c.env.DB);
+      const db = dbFor(c, "read");
       const filters: SQL[] = [eq(users.deleted, false)];
       // Without site-wide read a caller lists only what it may read: itself.
-      if (!can(c, "read", { type: "user" })) filters.push(eq(users.id, c.var.auth.user.id));
+      if (!can(c, "read", { type: "user" })) filters.push(eq(users.id, c.get("auth").user.id));
       if (status) filters.push(eq(users.status, status));
       if (q) {
         const parsed = parseUserSearch(q);
@@ -234,7 +235,7 @@ export const userRoutes = new Hono<AppEnv>()
     }),
     requireAuth,
     async (c) => {
-      const auth = c.var.auth;
+      const auth = c.get("auth");
       if (c.req.param("user") === "me") {
         // The hot path of every dashboard: answered from what authentication already loaded, no D1 query.
         assertCan(c, "read", { type: "user", ownerId: auth.user.id });
@@ -242,7 +243,7 @@ export const userRoutes = new Hono<AppEnv>()
       }
       const user = await resolveUser(c, c.req.param("user"));
       assertCan(c, "read", { type: "user", ownerId: user.id });
-      return c.json(await userResponse(database(c.env.DB), user), 200);
+      return c.json(await userResponse(dbFor(c, "read"), user), 200);
     },
   )
   .delete(
@@ -260,9 +261,9 @@ export const userRoutes = new Hono<AppEnv>()
     async (c) => {
       const user = await resolveUser(c, c.req.param("user"));
       assertCan(c, "delete", { type: "user", ownerId: user.id });
-      if (user.id === c.var.auth.user.id) throw forbidden(UserMessages.cannotDeleteSelf);
+      if (user.id === c.get("auth").user.id) throw forbidden(UserMessages.cannotDeleteSelf);
       assertMayManage(c, user);
-      const db = database(c.env.DB);
+      const db = dbFor(c, "write");
       await commitAccountChanges(
         c,
         db,
@@ -295,22 +296,22 @@ export const userRoutes = new Hono<AppEnv>()
     async (c) => {
       const { roles } = c.req.valid("json");
       const user = await resolveUser(c, c.req.param("user"));
-      if (user.id === c.var.auth.user.id) throw badRequest(UserMessages.cannotChangeOwnRoles);
+      if (user.id === c.get("auth").user.id) throw badRequest(UserMessages.cannotChangeOwnRoles);
       // Checked before looking at what changes: a request that changes nothing is still a role change the caller must
       // be allowed to make (docs/authorization.md), and then it writes nothing.
       assertCan(c, "assign", { type: "assign_role" }, UserMessages.cannotChangeRoles);
-      if (user.roles.includes("owner") && !c.var.auth.subject.siteRoles.includes("owner")) {
+      if (user.roles.includes("owner") && !c.get("auth").subject.siteRoles.includes("owner")) {
         throw forbidden(Messages.forbidden, UserMessages.ownerChangesOwnerRoles);
       }
       const wanted = [...new Set(roles)].sort();
       const added = wanted.filter((r) => !user.roles.includes(r));
       const removed = user.roles.filter((r) => !wanted.includes(r));
-      const db = database(c.env.DB);
+      const db = dbFor(c, "write");
       if (added.length === 0 && removed.length === 0) return c.json(await userResponse(db, user), 200);
       for (const role of added) assertCan(c, "assign", { type: "assign_role" }, UserMessages.cannotAssignRole(role));
       for (const role of removed) assertCan(c, "unassign", { type: "assign_role" }, UserMessages.cannotUnassignRole(role));
       // docs/authorization.md: only an owner grants (or takes away) site roles other than member.
-      if ((added.length > 0 || removed.length > 0) && !c.var.auth.subject.siteRoles.includes("owner")) {
+      if ((added.length > 0 || removed.length > 0) && !c.get("auth").subject.siteRoles.includes("owner")) {
         throw forbidden(Messages.forbidden, UserMessages.ownerGrantsSiteRoles);
       }
       const updatedAt = nowIso();
@@ -352,10 +353,10 @@ export const userRoutes = new Hono<AppEnv>()
       const action = c.req.param("status");
       const user = await resolveUser(c, c.req.param("user"));
       assertCan(c, "update", { type: "user", ownerId: user.id });
-      if (user.id === c.var.auth.user.id) throw badRequest(UserMessages.cannotChangeOwnStatus(action));
+      if (user.id === c.get("auth").user.id) throw badRequest(UserMessages.cannotChangeOwnStatus(action));
       assertMayManage(c, user);
       const status = action === "suspend" ? "suspended" : "active";
-      const db = database(c.env.DB);
+      const db = dbFor(c, "write");
       const updatedAt = nowIso();
       await commitAccountChanges(
         c,
@@ -393,14 +394,14 @@ export const userRoutes = new Hono<AppEnv>()
     async (c) => {
       const body = c.req.valid("json");
       const user = await resolveUser(c, c.req.param("user"));
-      const self = user.id === c.var.auth.user.id;
+      const self = user.id === c.get("auth").user.id;
       if (self) assertCan(c, "update_personal", { type: "user", ownerId: user.id });
       else {
         assertCan(c, "update", { type: "user", ownerId: user.id });
         assertMayManage(c, user);
         // Setting someone's password is taking over their account: a user-admin may do it for members only, never
         // for another admin or an auditor, whose roles it could then use.
-        if (user.roles.length > 0 && !c.var.auth.subject.siteRoles.includes("owner")) {
+        if (user.roles.length > 0 && !c.get("auth").subject.siteRoles.includes("owner")) {
           throw forbidden(Messages.forbidden, UserMessages.ownerSetsRolePassword);
         }
       }
@@ -422,12 +423,12 @@ export const userRoutes = new Hono<AppEnv>()
       if ((await verifyPassword(user.hashedPassword, body.password)).valid) {
         throw badRequest(AuthMessages.samePassword);
       }
-      const db = database(c.env.DB);
+      const db = dbFor(c, "write");
       const hashedPassword = await hashPassword(body.password);
       // Other sessions end with the old password; the caller's own session (if self) survives.
-      const change = setPassword(db, user.id, hashedPassword, self ? { keep: c.var.auth.key.id } : {});
+      const change = setPassword(db, user.id, hashedPassword, self ? { keep: c.get("auth").key.id } : {});
       await commitAccountChanges(c, db, [change], [auditInsert(db, c, { action: "change_password", resourceType: "user", resourceId: user.id })]);
-      await sendPasswordChangedNotice(c.env, c.executionCtx, user.id, c.var.auth.user.id);
+      await sendPasswordChangedNotice(c.env, c.executionCtx, user.id, c.get("auth").user.id);
       return c.body(null, 204);
     },
   );

@@ -39,7 +39,7 @@ function asset(c: Context<AppEnv>, path: string): Promise<Response> {
  */
 function served(c: Context<AppEnv>, res: Response): Response {
   const copy = new Response(res.body, res);
-  copy.headers.set("X-Request-Id", c.var.requestId);
+  copy.headers.set("X-Request-Id", c.get("requestId"));
   return copy;
 }
 
@@ -101,7 +101,7 @@ export const webRoutes = new Hono<AppEnv>()
     async (c) => {
       const res = served(c, await asset(c, "/embed/inbox.js"));
       const origin = c.req.header("Origin");
-      if (origin !== undefined && c.var.config.CORS_ALLOWED_ORIGINS.includes(origin)) {
+      if (origin !== undefined && c.get("config").CORS_ALLOWED_ORIGINS.includes(origin)) {
         res.headers.set("Access-Control-Allow-Origin", origin);
       }
       res.headers.set("Vary", "Origin");

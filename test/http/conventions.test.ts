@@ -140,6 +140,65 @@ describe("SPEC §1 conventions", () => {
     await waitOnExecutionContext(ctx);
   });
 
+  // Herald's own CORS step (src/http/cors.ts) answers what Hono's cors middleware answered before it, plus the D1
+  // bookmark header (docs/consistency.md).
+  it("answers a preflight and a cross-origin call with the same CORS headers as Hono's middleware", async () => {
+    const withCors = { ...env, CORS_ALLOWED_ORIGINS: "https://dash.example.com" };
+    const ctx = createExecutionContext();
+    const preflight = await fetchApp(
+      new Request("http://localhost/api/v2/users/me", {
+        method: "OPTIONS",
+        headers: { Origin: "https://dash.example.com", "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "Authorization" },
+      }),
+      withCors,
+      ctx,
+    );
+    expect(preflight.status).toBe(204);
+    expect(Object.fromEntries([...preflight.headers].filter(([name]) => name.startsWith("access-control-") || name === "vary"))).toEqual({
+      "access-control-allow-origin": "https://dash.example.com",
+      "access-control-allow-credentials": "true",
+      "access-control-allow-headers": "Content-Type,Service-Session-Token,Authorization,Herald-D1-Bookmark",
+      "access-control-allow-methods": "GET,POST,PUT,PATCH,DELETE",
+      "access-control-expose-headers": "X-Request-Id,Retry-After,Herald-D1-Bookmark",
+      "access-control-max-age": "600",
+      vary: "Origin, Access-Control-Request-Headers",
+    });
+    // A preflight is an answer like any other: it carries the security headers and the request id.
+    expect(preflight.headers.get("X-Content-Type-Options")).toBe("nosniff");
+    expect(preflight.headers.get("X-Request-Id")).toMatch(/^[0-9a-f-]{36}$/);
+
+    for (const origin of ["https://dash.example.com", "https://evil.example.com", undefined]) {
+      const res = await fetchApp(new Request("http://localhost/api/v2/users/me", { headers: origin ? { Origin: origin } : {} }), withCors, ctx);
+      expect(res.status).toBe(401);
+      expect(res.headers.get("Access-Control-Allow-Origin")).toBe(origin === "https://dash.example.com" ? origin : null);
+      expect(res.headers.get("Access-Control-Allow-Credentials")).toBe("true");
+      expect(res.headers.get("Access-Control-Expose-Headers")).toBe("X-Request-Id,Retry-After,Herald-D1-Bookmark");
+      expect(res.headers.get("Vary")).toBe("Origin");
+      expect(res.headers.get("Cache-Control")).toBe("no-store");
+    }
+    await waitOnExecutionContext(ctx);
+  });
+
+  it("sends the security headers on every kind of answer, whoever built it", async () => {
+    const ctx = createExecutionContext();
+    const secure = { ...env, ACCESS_URL: "https://herald.example.com" };
+    const answers = [
+      await fetchApp(new Request("http://localhost/healthz"), env, ctx),
+      await fetchApp(new Request("http://localhost/api/v2/nothing-here"), env, ctx),
+      await fetchApp(new Request("http://localhost/api/v2/auth/scopes"), { ...env, SECRET_KEY: "short" }, ctx),
+      await fetchApp(new Request("http://herald.example.com/api/v2/auth/scopes"), secure, ctx),
+      await fetchApp(new Request("http://herald.example.com/"), secure, ctx),
+    ];
+    expect(answers.map((r) => r.status)).toEqual([200, 404, 500, 403, 308]);
+    for (const res of answers) {
+      expect(res.headers.get("Strict-Transport-Security")).toBe("max-age=31536000; includeSubDomains");
+      expect(res.headers.get("Content-Security-Policy")).toBe("default-src 'none'; frame-ancestors 'none'; base-uri 'none'");
+      expect(res.headers.get("X-Frame-Options")).toBe("SAMEORIGIN");
+      expect(res.headers.get("X-Request-Id")).not.toBeNull();
+    }
+    await waitOnExecutionContext(ctx);
+  });
+
   it("fails loudly with a 500 that leaks nothing when the configuration is invalid", async () => {
     const ctx = createExecutionContext();
     const res = await fetchApp(new Request("http://localhost/api/v2/auth/scopes"), { ...env, SECRET_KEY: "short" }, ctx);
