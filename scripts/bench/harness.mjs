@@ -28,10 +28,14 @@ export const QUIET_ENV = { CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_M
 /** Limit given to the login Rate Limiting bindings for the bench (wrangler.toml keeps 20/min per IP, 10/min per account). */
 export const BENCH_RATE_LIMIT = 1_000_000;
 
-/** `wrangler deploy --dry-run --outdir`: the exact bundle that would be uploaded, plus wrangler's size report. */
-export function build(outdir) {
+/**
+ * `wrangler deploy --dry-run --outdir`: the exact bundle that would be uploaded, plus wrangler's size report.
+ * `minify: false` keeps function names for a CPU profile (`npm run bench:profile`); the bench measures the real one.
+ */
+export function build(outdir, { minify = true } = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [wranglerBin, "deploy", "--dry-run", "--outdir", outdir], {
+    const args = [wranglerBin, "deploy", "--dry-run", "--outdir", outdir, ...(minify ? [] : ["--no-minify"])];
+    const child = spawn(process.execPath, args, {
       cwd: root,
       env: { ...process.env, ...QUIET_ENV },
       stdio: ["ignore", "pipe", "pipe"],
@@ -88,6 +92,57 @@ export function bundleModules(outdir, modulesRules) {
 }
 
 const TRIVIAL_WORKER = 'export default { fetch() { return new Response("ok") } }';
+
+/**
+ * Two physical references for `/healthz`, bundled from the installed Hono: a bare Hono app with that one route, and
+ * the same app plus one middleware that sets the headers every Herald answer carries (the 13 security headers and a
+ * fresh X-Request-Id). What Herald's /healthz costs beyond the second is Herald's own overhead.
+ */
+const REFERENCE_SOURCES = {
+  "hono-bare": `import { Hono } from "hono";
+const app = new Hono();
+app.get("/healthz", (c) => c.text("OK"));
+export default app;`,
+  "hono-headers": `import { Hono } from "hono";
+const HEADERS = ${JSON.stringify(referenceHeaders())};
+const app = new Hono();
+app.use(async (c, next) => {
+  for (const [name, value] of HEADERS) c.header(name, value);
+  c.header("X-Request-Id", crypto.randomUUID());
+  await next();
+});
+app.get("/healthz", (c) => c.text("OK"));
+export default app;`,
+};
+
+/** The fixed headers of a Herald JSON or text answer (docs/security.md, V3.4), as the reference app sets them. */
+function referenceHeaders() {
+  return [
+    ["Strict-Transport-Security", "max-age=31536000; includeSubDomains"],
+    ["Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; base-uri 'none'"],
+    ["Cross-Origin-Opener-Policy", "same-origin"],
+    ["Cross-Origin-Resource-Policy", "same-site"],
+    ["Origin-Agent-Cluster", "?1"],
+    ["Referrer-Policy", "no-referrer"],
+    ["X-Content-Type-Options", "nosniff"],
+    ["X-DNS-Prefetch-Control", "off"],
+    ["X-Download-Options", "noopen"],
+    ["X-Frame-Options", "SAMEORIGIN"],
+    ["X-Permitted-Cross-Domain-Policies", "none"],
+    ["X-XSS-Protection", "0"],
+  ];
+}
+
+/** The reference Workers' modules, bundled (minified, like Herald) by the esbuild the project builds its UI with. */
+function referenceModules() {
+  const esbuild = require("esbuild");
+  return Object.fromEntries(
+    Object.entries(REFERENCE_SOURCES).map(([name, contents]) => {
+      const out = esbuild.buildSync({ stdin: { contents, resolveDir: root, loader: "js" }, bundle: true, format: "esm", minify: true, write: false, logLevel: "error" });
+      return [name, out.outputFiles[0].text];
+    }),
+  );
+}
 
 /**
  * A helper Worker, never on a measured Herald path. `POST /seed` binds Herald's UserInbox class and calls its
@@ -290,11 +345,17 @@ export function generateSecretKey() {
  * Starts Herald, the trivial baseline Worker and the bench helper in one workerd, each Worker with its own direct socket.
  * Local D1, SQLite Durable Objects and Queues persist under `stateDir` (like `wrangler dev --persist-to`).
  */
-export async function start({ outdir, stateDir, host, ports, secretKey, withoutQueueConsumer = false }) {
+export async function start({ outdir, stateDir, host, ports, secretKey, withoutQueueConsumer = false, inspectorPort }) {
   const { workerOptions } = quietly(() => wrangler.unstable_getMiniflareWorkerOptions(path.join(root, "wrangler.toml")));
   // Module rules are for bundling from source; miniflare 5 takes the built modules instead. The every-minute cron
   // (re-drive and purge) is left out so it cannot fire in the middle of a measurement.
-  const { modulesRules, cronTriggers: _cron, ...herald } = workerOptions;
+  const { modulesRules, cronTriggers: _cron, ...withAssets } = workerOptions;
+  // Without Static Assets: locally miniflare puts an asset router Worker in front of Herald's for `[assets]`, which
+  // cost about 140 µs of CPU per request on this thread (3× Herald's own /healthz; docs/benchmarks.md, "Where the
+  // time goes"). No measured route is an asset, and on Cloudflare that routing is not the Worker's CPU.
+  // BENCH_WITH_ASSETS=1 keeps the router, to measure it.
+  const { assets: _assets, ...withoutAssets } = withAssets;
+  const herald = process.env.BENCH_WITH_ASSETS === "1" ? withAssets : withoutAssets;
   const modules = bundleModules(outdir, modulesRules);
   // Only wrangler.toml's [vars]: a developer's .dev.vars (which wrangler merges in) must not change what is measured.
   const { vars } = quietly(() => wrangler.unstable_readConfig({ config: path.join(root, "wrangler.toml") }));
@@ -304,6 +365,14 @@ export async function start({ outdir, stateDir, host, ports, secretKey, withoutQ
     Object.entries(herald.ratelimits ?? {}).map(([name, rl]) => [name, { ...rl, simple: { ...rl.simple, limit: BENCH_RATE_LIMIT } }]),
   );
   const { Miniflare, Log, LogLevel, convertV4MiniflareOptions } = miniflare;
+  const references = Object.entries(referenceModules())
+    .filter(([name]) => ports[name] !== undefined)
+    .map(([name, contents]) => ({
+      name,
+      compatibilityDate: herald.compatibilityDate,
+      modules: [{ type: "ESModule", path: `${name}.mjs`, contents }],
+      unsafeDirectSockets: [{ host, port: ports[name], proxy: false }],
+    }));
   const options = convertV4MiniflareOptions({
     resourcePersistencePath: stateDir,
     log: new Log(LogLevel.WARN),
@@ -314,6 +383,8 @@ export async function start({ outdir, stateDir, host, ports, secretKey, withoutQ
       (level === "error" || level === "warn" ? process.stderr : process.stdout).write(`${message}\n`);
     },
     cf: false,
+    // Only for `npm run bench:profile`: workerd's V8 inspector, for CPU profiles of the Herald Worker.
+    ...(inspectorPort === undefined ? {} : { inspectorPort }),
     workers: [
       {
         ...herald,
@@ -341,6 +412,7 @@ export async function start({ outdir, stateDir, host, ports, secretKey, withoutQ
         durableObjects: { USER_INBOX: { className: "UserInbox", scriptName: "herald", useSQLite: true } },
         unsafeDirectSockets: [{ host, port: ports.helper, proxy: false }],
       },
+      ...references,
     ],
   });
   const mf = new Miniflare(options);

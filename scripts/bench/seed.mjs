@@ -114,6 +114,10 @@ export function growInboxOffline(file, total) {
       };
       insert.run(...columns.map((c) => row[c]));
     }
+    // The clones' targets go to the side table the targets filter reads (docs/inbox.md, "Indexes"), as deliver does.
+    db.exec(
+      "INSERT OR IGNORE INTO inbox_targets (target, created_at, notification_id) SELECT DISTINCT j.value, n.created_at, n.id FROM inbox_notifications n, json_each(n.targets) j",
+    );
     const after = countsFromRows(db);
     const setCounter = db.prepare("INSERT INTO inbox_counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value");
     for (const name of COUNTERS) if (name in before.counters || after[name] !== 0) setCounter.run(name, after[name]);
