@@ -6,7 +6,7 @@ import type { ApiKeyRow, UserRow } from "../db/schema";
  *
  * The trade-off, documented in docs/api.md (Decisions) and docs/configuration.md (AUTH_CACHE_TTL): a revocation (logout, token deletion, suspension, password change…)
  * takes effect at once in the isolate that handled it — it forgets the entries right there — and within
- * AUTH_CACHE_TTL in every other isolate. Watch sockets of revoked sessions are closed immediately by their object.
+ * AUTH_CACHE_TTL plus the D1 replica's lag in every other isolate (docs/consistency.md; `0s` reads the primary). Watch sockets of revoked sessions are closed immediately by their object.
  */
 export interface CachedKey {
   key: ApiKeyRow;

@@ -98,18 +98,18 @@ async function loadKey(db: Database, keyId: string) {
  * yet (a token just issued by sign-in or token creation), a renewal or an activation it has not seen. So a client
  * without a bookmark is never refused for a replica's lag, and a valid credential costs no second read. Every refusal
  * takes that second read, a wrong secret too, so its timing does not tell an unknown key id from a known one
- * (docs/api.md, Decisions, "One 401 detail"); the secret is hashed here for that, and `authenticate` checks it again.
+ * (docs/api.md, Decisions, "One 401 detail"); `digest` is the secret's hash, computed once by `authenticate`.
  */
-function loadFresh(c: Context<AppEnv>, token: ParsedToken, fromPrimary: boolean, now: number) {
+function loadFresh(c: Context<AppEnv>, token: ParsedToken, digest: string, fromPrimary: boolean, now: number) {
   if (fromPrimary) return loadKey(dbFor(c, "write"), token.id);
   return readFresh(
     c,
     (db) => loadKey(db, token.id),
-    async ({ key, user }) =>
+    ({ key, user }) =>
       !user.deleted &&
       user.status !== "suspended" &&
       Date.parse(key.expiresAt) > now &&
-      timingSafeEqualText(await hashTokenSecret(token.secret), key.hashedSecret),
+      timingSafeEqualText(digest, key.hashedSecret),
   );
 }
 
@@ -136,14 +136,16 @@ async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
   // upgrade always checks D1, never an isolate's possibly older copy.
   const upgrading = c.req.header("Upgrade")?.toLowerCase() === "websocket";
   const cached = upgrading ? undefined : cachedKey(parsed.id, ttl, now);
-  const loaded = cached ? undefined : await loadFresh(c, parsed, upgrading || ttl === 0, now);
+  // A cache miss hashes the secret once, for the replica's check in loadFresh and for the one below.
+  const digest = cached ? undefined : await hashTokenSecret(parsed.secret);
+  const loaded = digest === undefined ? undefined : await loadFresh(c, parsed, digest, upgrading || ttl === 0, now);
   const found: CachedKey | undefined = cached ?? (loaded && { ...loaded, loadedAt: now });
   if (!found || found.user.deleted) throw unauthorized(AuthMessages.badCredential);
   const { key, user: userRow, orgRoles } = found;
   // The secret this isolate already verified for this key, compared in constant time; otherwise its hash, once.
   const verified = found.verifiedSecret !== undefined && timingSafeEqualShort(found.verifiedSecret, parsed.secret);
   if (!verified) {
-    if (!timingSafeEqualText(await hashTokenSecret(parsed.secret), key.hashedSecret)) throw unauthorized(AuthMessages.badCredential);
+    if (!timingSafeEqualText(digest ?? (await hashTokenSecret(parsed.secret)), key.hashedSecret)) throw unauthorized(AuthMessages.badCredential);
     found.verifiedSecret = parsed.secret;
   }
   if (!cached) rememberKey(parsed.id, found, ttl);
