@@ -31,8 +31,8 @@ export function summarize(samples) {
  * Requests per second with autocannon after a short warm-up. Every response must be 2xx: a run that answered
  * errors measured the error path, so it is reported as such.
  */
-export async function throughput({ url, method = "GET", headers = {}, body, connections, duration, warmup = 1 }) {
-  const common = { url, method, headers, body, connections };
+export async function throughput({ url, method = "GET", headers = {}, body, connections, duration, warmup = 1, paths }) {
+  const common = { url, method, headers, body, connections, ...(paths ? { requests: [{ setupRequest: inTurn(paths) }] } : {}) };
   if (warmup > 0) await autocannon({ ...common, duration: warmup });
   const r = await autocannon({ ...common, duration });
   const ok = r["2xx"];
@@ -47,6 +47,12 @@ export async function throughput({ url, method = "GET", headers = {}, body, conn
     connections,
     durationS: duration,
   };
+}
+
+/** An autocannon `setupRequest` giving each request the next of `paths`, across all connections, in turn. */
+export function inTurn(paths) {
+  let next = 0;
+  return (request) => ({ ...request, path: paths[next++ % paths.length] });
 }
 
 /** One keep-alive connection, requests one after another: the service's latency without queueing. */

@@ -35,6 +35,11 @@ const EVENTS_KEPT = 10_000;
 const EVENTS_KEPT_MS = 7 * 24 * 60 * 60 * 1000;
 /** How long a read-aware e-mail decision is kept (docs/broadcasts.md). */
 const DECISIONS_KEPT_MS = 30 * 24 * 60 * 60 * 1000;
+/**
+ * The largest page kept in memory (docs/inbox.md, "The last page, kept"): a default page of 25 ordinary notifications
+ * is about 10,000 characters. Objects share their isolate's memory, so a long page is not kept.
+ */
+const PAGE_KEPT_MAX_CHARS = 32 * 1024;
 /** Ids per change event: a bulk change to more items is several events, so no row nears SQLite's 2 MB limit. */
 const IDS_PER_EVENT = 2_000;
 /** Events read per query while replaying, so a long replay never holds every frame in memory at once. */
@@ -250,8 +255,19 @@ export class UserInbox extends DurableObject<Env> {
       .run();
   }
 
-  /** A transaction whose failure also drops the in-memory counters (SQLite rolled back; memory must not lie). */
+  /**
+   * The last page listed, as the JSON `list` answered it, and the arguments it was asked with (docs/inbox.md, "The
+   * last page, kept"). Every change to the rows runs in `transact`, which drops it first, so a kept page is always
+   * what the SQL would answer now.
+   */
+  private lastPage: { key: string; json: string } | undefined;
+
+  /**
+   * A transaction: the only way the inbox's rows change. It drops the kept page before the work, and a failure also
+   * drops the in-memory counters (SQLite rolled back; memory must not lie).
+   */
   private transact<T>(work: () => T): T {
+    this.lastPage = undefined;
     try {
       return this.ctx.storage.transactionSync(work);
     } catch (error) {
@@ -354,6 +370,9 @@ export class UserInbox extends DurableObject<Env> {
    * Run as SQL text kept per filter shape (`listStatement`): this is the inbox's hottest call.
    */
   list(filter: ListFilter, startingBefore: string | undefined, limit: number): ListResult {
+    const key = JSON.stringify([filter.targets, filter.templates, filter.readStatus, filter.archived, filter.snoozed, startingBefore ?? null, limit]);
+    const kept = this.lastPage;
+    if (kept?.key === key) return { ok: true, notificationsJson: kept.json, unreadCount: this.counter("unread"), seq: this.counter("seq") };
     let cursor: Cursor | undefined;
     if (startingBefore !== undefined) {
       const [row] = this.ctx.storage.sql
@@ -364,6 +383,7 @@ export class UserInbox extends DurableObject<Env> {
     }
     const { text, params } = listStatement(filter, cursor, limit);
     const { json } = this.ctx.storage.sql.exec<{ json: string }>(text, ...params).one();
+    this.lastPage = json.length <= PAGE_KEPT_MAX_CHARS ? { key, json } : undefined;
     return { ok: true, notificationsJson: json, unreadCount: this.counter("unread"), seq: this.counter("seq") };
   }
 
