@@ -94,9 +94,10 @@ export function bundleModules(outdir, modulesRules) {
 const TRIVIAL_WORKER = 'export default { fetch() { return new Response("ok") } }';
 
 /**
- * Two physical references for `/healthz`, bundled from the installed Hono: a bare Hono app with that one route, and
- * the same app plus one middleware that sets the headers every Herald answer carries (the 13 security headers and a
- * fresh X-Request-Id). What Herald's /healthz costs beyond the second is Herald's own overhead.
+ * Three physical references for `/healthz`, bundled from the installed Hono: a bare Hono app with that one route, the
+ * same app plus one middleware that sets the headers every Herald answer carries (the 12 security headers and a fresh
+ * X-Request-Id), and, with no framework at all, the trivial Worker answering with those same headers: what sending them
+ * costs by itself.
  */
 const REFERENCE_SOURCES = {
   "hono-bare": `import { Hono } from "hono";
@@ -113,6 +114,13 @@ app.use(async (c, next) => {
 });
 app.get("/healthz", (c) => c.text("OK"));
 export default app;`,
+  // No framework: the trivial Worker, with the headers given in the Response's own init.
+  "plain-headers": `const HEADERS = ${JSON.stringify(referenceHeaders())};
+export default {
+  fetch() {
+    return new Response("OK", { headers: [...HEADERS, ["Content-Type", "text/plain; charset=UTF-8"], ["X-Request-Id", crypto.randomUUID()]] });
+  },
+};`,
 };
 
 /** The fixed headers of a Herald JSON or text answer (docs/security.md, V3.4), as the reference app sets them. */

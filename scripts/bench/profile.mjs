@@ -168,7 +168,7 @@ async function main() {
     console.log("building without minification (names kept for the profile)");
     await build(outdir, { minify: false });
     const map = new TraceMap(JSON.parse(readFileSync(path.join(outdir, "index.js.map"), "utf8")));
-    const ports = { herald: await freePort(), trivial: await freePort(), helper: await freePort(), "hono-bare": await freePort(), "hono-headers": await freePort() };
+    const ports = { herald: await freePort(), trivial: await freePort(), helper: await freePort(), "hono-bare": await freePort(), "hono-headers": await freePort(), "plain-headers": await freePort() };
     const inspectorPort = await freePort();
     ({ mf } = await start({ outdir, stateDir: path.join(tmp, "state"), host: HOST, ports, secretKey: generateSecretKey(), inspectorPort }));
     await applyMigrations(mf);
@@ -189,6 +189,7 @@ async function main() {
       { name: "trivial Worker", worker: "trivial", url: `http://${HOST}:${ports.trivial}/` },
       { name: "reference: bare Hono, GET /healthz", worker: "hono-bare", url: `http://${HOST}:${ports["hono-bare"]}/healthz` },
       { name: "reference: Hono + Herald's response headers, GET /healthz", worker: "hono-headers", url: `http://${HOST}:${ports["hono-headers"]}/healthz` },
+      { name: "reference: the trivial Worker + Herald's response headers", worker: "plain-headers", url: `http://${HOST}:${ports["plain-headers"]}/` },
       { name: "GET /healthz", url: `${base}/healthz` },
       { name: "GET /notifications/dispatch-methods (authentication alone)", url: `${base}/api/v2/notifications/dispatch-methods`, headers: header },
       { name: "GET /users/me", url: `${base}/api/v2/users/me`, headers: header },

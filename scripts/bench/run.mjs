@@ -92,7 +92,7 @@ async function prepare(tmp, notes, env) {
   const stateDir = path.join(tmp, "state");
   log(`building with wrangler deploy --dry-run --outdir ${outdir}`);
   const size = await build(outdir);
-  const ports = { herald: await freePort(), trivial: await freePort(), helper: await freePort(), "hono-bare": await freePort(), "hono-headers": await freePort() };
+  const ports = { herald: await freePort(), trivial: await freePort(), helper: await freePort(), "hono-bare": await freePort(), "hono-headers": await freePort(), "plain-headers": await freePort() };
   const startOptions = { outdir, stateDir, host: HOST, ports, secretKey: generateSecretKey(), withoutQueueConsumer: diagnostics.withoutQueueConsumer };
   log(`starting workerd ${versions.workerd} through miniflare ${versions.miniflare}; state in ${stateDir}`);
   let running = await start(startOptions);
@@ -104,6 +104,7 @@ async function prepare(tmp, notes, env) {
     trivialUrl: `http://${HOST}:${ports.trivial}/`,
     honoBareUrl: `http://${HOST}:${ports["hono-bare"]}/healthz`,
     honoHeadersUrl: `http://${HOST}:${ports["hono-headers"]}/healthz`,
+    plainHeadersUrl: `http://${HOST}:${ports["plain-headers"]}/`,
     helperUrl: `http://${HOST}:${ports.helper}`,
     mf: running.mf,
   });
@@ -198,7 +199,7 @@ async function main() {
     const prepareStarted = performance.now();
     await prepare(tmp, notes, env);
     details.setupSeconds = (performance.now() - prepareStarted) / 1000;
-    const { base, trivialUrl, helperUrl, users, inboxes, honoBareUrl, honoHeadersUrl } = env;
+    const { base, trivialUrl, helperUrl, users, inboxes, honoBareUrl, honoHeadersUrl, plainHeadersUrl } = env;
     const { ada, small, big, watcher, resumer } = users;
     const header = (u) => ({ "Service-Session-Token": u.token });
 
@@ -224,6 +225,7 @@ async function main() {
     // The physical references for /healthz (harness.mjs): Hono alone, and Hono plus the headers every answer carries.
     await pair("honoBare", "reference: a bare Hono app, GET /healthz", { url: honoBareUrl });
     await pair("honoHeaders", "reference: Hono + Herald's response headers, GET /healthz", { url: honoHeadersUrl });
+    await pair("plainHeaders", "reference: a plain Worker answering with Herald's response headers", { url: plainHeadersUrl });
     await pair("authOnly", "GET /notifications/dispatch-methods (authentication only)", { url: `${base}/api/v2/notifications/dispatch-methods`, headers: header(ada) });
     await pair("inbox", "GET /notifications/inbox (25 items)", { url: `${base}/api/v2/notifications/inbox`, headers: header(ada) });
     // The object keeps the last page it listed (docs/inbox.md, "The last page, kept"), so the row above is mostly
@@ -391,6 +393,7 @@ async function main() {
     row("healthz_ratio", "Herald GET /healthz vs trivial (no I/O)", () => tp.healthz.ratio, "%", "≥ 80% of trivial", (v) => v >= 0.8);
     row("hono_bare_ratio", "  reference: a bare Hono app, GET /healthz, vs trivial", () => tp.honoBare.ratio, "%");
     row("hono_headers_ratio", "  reference: Hono + the 13 headers every answer carries, vs trivial", () => tp.honoHeaders.ratio, "%");
+    row("plain_headers_ratio", "  reference: no Hono, the trivial Worker + those 13 headers, vs trivial", () => tp.plainHeaders.ratio, "%");
     row("auth_only_ratio", "GET /notifications/dispatch-methods vs trivial (auth only)", () => tp.authOnly.ratio, "%", "≥ 50% of trivial", (v) => v >= 0.5);
     row("probe_d1_ratio", "probe: handler with one D1 point read vs trivial", () => tp.probeD1.ratio, "%");
     row("probe_d1_batch_ratio", "probe: handler with one 3-statement D1 batch vs trivial", () => tp.probeD1Batch.ratio, "%");
