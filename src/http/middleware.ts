@@ -34,15 +34,19 @@ const PAGE_OWNED = new Set(["Content-Security-Policy", "Cross-Origin-Resource-Po
 
 /**
  * The answer's headers, ready to be set. Most answers are Hono's and can be changed in place; the runtime's own (a
- * WebSocket upgrade relayed from the inbox object) cannot, so such an answer is copied once.
+ * WebSocket upgrade relayed from the inbox object) cannot, so such an answer is copied once. The first call for an
+ * answer finds out by setting its X-Request-Id; the steps after it (CORS, the D1 bookmark, the frame) get the same
+ * answer's headers without setting it again: each header set costs CPU (docs/benchmarks.md, "Where the time goes").
  */
 export function writableHeaders(c: Context<AppEnv>): Headers {
+  if (c.get("writableAnswer") === c.res) return c.res.headers;
   try {
     c.res.headers.set("X-Request-Id", c.get("requestId"));
   } catch {
     c.res = new Response(c.res.body, c.res);
     c.res.headers.set("X-Request-Id", c.get("requestId"));
   }
+  c.set("writableAnswer", c.res);
   return c.res.headers;
 }
 

@@ -16,5 +16,7 @@ export interface AppEnv {
     d1Session?: D1DatabaseSession;
     d1Start?: SessionStart;
     db?: Database;
+    /** The answer whose headers `writableHeaders` last made ready (src/http/middleware.ts). */
+    writableAnswer?: Response;
   };
 }
