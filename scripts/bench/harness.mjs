@@ -123,22 +123,12 @@ export default {
 };`,
 };
 
-/** The fixed headers of a Herald JSON or text answer (docs/security.md, V3.4), as the reference app sets them. */
+/**
+ * The fixed headers of a Herald JSON or text answer (docs/security.md, V3.4), read from the file Herald's frame
+ * middleware imports (src/http/middleware.ts), so the references send exactly what Herald sends.
+ */
 function referenceHeaders() {
-  return [
-    ["Strict-Transport-Security", "max-age=31536000; includeSubDomains"],
-    ["Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; base-uri 'none'"],
-    ["Cross-Origin-Opener-Policy", "same-origin"],
-    ["Cross-Origin-Resource-Policy", "same-site"],
-    ["Origin-Agent-Cluster", "?1"],
-    ["Referrer-Policy", "no-referrer"],
-    ["X-Content-Type-Options", "nosniff"],
-    ["X-DNS-Prefetch-Control", "off"],
-    ["X-Download-Options", "noopen"],
-    ["X-Frame-Options", "SAMEORIGIN"],
-    ["X-Permitted-Cross-Domain-Policies", "none"],
-    ["X-XSS-Protection", "0"],
-  ];
+  return Object.entries(JSON.parse(readFileSync(path.join(root, "src/http/frame-headers.json"), "utf8")));
 }
 
 /** The reference Workers' modules, bundled (minified, like Herald) by the esbuild the project builds its UI with. */

@@ -3,6 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { ConfigError, getConfig } from "../config/config";
 import { ApiError, Messages } from "./errors";
+import frameHeaders from "./frame-headers.json";
 import { logRefusal } from "./security-log";
 import type { AppEnv } from "./types";
 
@@ -13,22 +14,10 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{7,63}$/;
  * The headers every answer carries (docs/security.md, V3.4): HSTS for a year, as ASVS 3.4.1 asks (browsers ignore it
  * over plain http, i.e. local runs); JSON and text answers load nothing and may not be framed (the dashboard page sets
  * its own policy, which wins); no referrer; no MIME sniffing. The same set Hono's secureHeaders middleware sends by
- * default, with Herald's HSTS, CSP and Cross-Origin-Resource-Policy.
+ * default, with Herald's HSTS, CSP and Cross-Origin-Resource-Policy. A JSON file, so that the bench's reference
+ * Workers (scripts/bench/harness.mjs) send exactly these too.
  */
-const FRAME_HEADERS: readonly (readonly [string, string])[] = [
-  ["Strict-Transport-Security", "max-age=31536000; includeSubDomains"],
-  ["Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; base-uri 'none'"],
-  ["Cross-Origin-Opener-Policy", "same-origin"],
-  ["Cross-Origin-Resource-Policy", "same-site"],
-  ["Origin-Agent-Cluster", "?1"],
-  ["Referrer-Policy", "no-referrer"],
-  ["X-Content-Type-Options", "nosniff"],
-  ["X-DNS-Prefetch-Control", "off"],
-  ["X-Download-Options", "noopen"],
-  ["X-Frame-Options", "SAMEORIGIN"],
-  ["X-Permitted-Cross-Domain-Policies", "none"],
-  ["X-XSS-Protection", "0"],
-];
+const FRAME_HEADERS: readonly (readonly [string, string])[] = Object.entries(frameHeaders);
 /** Of FRAME_HEADERS, the ones a page sets for itself (src/web/routes.ts), which the frame must then leave alone. */
 const PAGE_OWNED = new Set(["Content-Security-Policy", "Cross-Origin-Resource-Policy"]);
 
