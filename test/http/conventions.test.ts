@@ -199,6 +199,31 @@ describe("SPEC §1 conventions", () => {
     await waitOnExecutionContext(ctx);
   });
 
+  // An upgrade is the one answer the runtime builds (relayed from the inbox object): its headers cannot be changed in
+  // place, so the frame copies it once (writableHeaders, src/http/middleware.ts) and every later step adds to the copy.
+  it("sends the frame's and CORS's headers on a WebSocket upgrade too", async () => {
+    const { token } = await owner();
+    const withCors = { ...env, CORS_ALLOWED_ORIGINS: "https://dash.example.com" };
+    const ctx = createExecutionContext();
+    const upgrade = await fetchApp(
+      new Request("http://localhost/api/v2/notifications/inbox/watch", {
+        headers: { Upgrade: "websocket", "Service-Session-Token": token, Origin: "https://dash.example.com", "X-Request-Id": "client-chosen-id-42" },
+      }),
+      withCors,
+      ctx,
+    );
+    expect(upgrade.status).toBe(101);
+    expect(upgrade.headers.get("X-Request-Id")).toBe("client-chosen-id-42");
+    expect(upgrade.headers.get("Strict-Transport-Security")).toBe("max-age=31536000; includeSubDomains");
+    expect(upgrade.headers.get("X-Frame-Options")).toBe("SAMEORIGIN");
+    expect(upgrade.headers.get("Cache-Control")).toBe("no-store");
+    expect(upgrade.headers.get("Access-Control-Allow-Origin")).toBe("https://dash.example.com");
+    expect(upgrade.headers.get("Vary")).toBe("Origin");
+    upgrade.webSocket?.accept();
+    upgrade.webSocket?.close(1000);
+    await waitOnExecutionContext(ctx);
+  });
+
   it("fails loudly with a 500 that leaks nothing when the configuration is invalid", async () => {
     const ctx = createExecutionContext();
     const res = await fetchApp(new Request("http://localhost/api/v2/auth/scopes"), { ...env, SECRET_KEY: "short" }, ctx);
