@@ -49,7 +49,13 @@ function serverNode() {
 export async function startLocalHerald({ port, settings, label = "herald", timeoutMs = 120_000, onSpawn }) {
   const persist = mkdtempSync(path.join(tmpdir(), `${label}-`));
   const envFile = path.join(persist, "herald.env");
-  writeFileSync(envFile, `${Object.entries(settings).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join("\n")}\n`, { mode: 0o600 });
+  writeFileSync(
+    envFile,
+    `${Object.entries(settings)
+      .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+      .join("\n")}\n`,
+    { mode: 0o600 },
+  );
   const env = { ...process.env, PORT: String(port), CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", CI: "true" };
   delete env.ACCESS_URL;
   env.PATH = `${path.join(root, "node_modules", ".bin")}${path.delimiter}${env.PATH ?? ""}`;

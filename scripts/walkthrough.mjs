@@ -11,7 +11,7 @@
 // Plain Node ESM with no dependencies; it runs on Node 20. Herald itself needs Node ≥ 22.12 (wrangler): the server is
 // started with the Node that npm scripts use, the project's pinned one in node_modules/.bin, when this one is older.
 import { randomBytes } from "node:crypto";
-import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { STATUS_CODES } from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";

@@ -45,10 +45,7 @@ export interface ReceivedWebhook {
 export type { ScriptedResponse };
 
 async function control(method: "GET" | "POST", path: string, body?: unknown): Promise<Response> {
-  const init: RequestInit =
-    body === undefined
-      ? { method }
-      : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
+  const init: RequestInit = body === undefined ? { method } : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
   const res = await fetch(`${env.PEER_URL}${path}`, init);
   if (!res.ok) throw new Error(`peer control ${method} ${path} failed: ${res.status} ${await res.text()}`);
   return res;

@@ -66,7 +66,10 @@ export function gzipSizeOf(outdir, modules) {
 
 /** Glob of a wrangler module rule (`**\/*.sql`, `**\/*.wasm?module`) as a file-name test. */
 function ruleMatcher(glob) {
-  const pattern = glob.replace(/^\*\*\//, "").replace(/[.+^${}()|[\]\\?]/g, "\\$&").replace(/\*/g, "[^/]*");
+  const pattern = glob
+    .replace(/^\*\*\//, "")
+    .replace(/[.+^${}()|[\]\\?]/g, "\\$&")
+    .replace(/\*/g, "[^/]*");
   return new RegExp(`^${pattern}$`);
 }
 
@@ -136,7 +139,14 @@ function referenceModules() {
   const esbuild = require("esbuild");
   return Object.fromEntries(
     Object.entries(REFERENCE_SOURCES).map(([name, contents]) => {
-      const out = esbuild.buildSync({ stdin: { contents, resolveDir: root, loader: "js" }, bundle: true, format: "esm", minify: true, write: false, logLevel: "error" });
+      const out = esbuild.buildSync({
+        stdin: { contents, resolveDir: root, loader: "js" },
+        bundle: true,
+        format: "esm",
+        minify: true,
+        write: false,
+        logLevel: "error",
+      });
       return [name, out.outputFiles[0].text];
     }),
   );
@@ -358,7 +368,9 @@ export async function start({ outdir, stateDir, host, ports, secretKey, withoutQ
   // Only wrangler.toml's [vars]: a developer's .dev.vars (which wrangler merges in) must not change what is measured.
   const { vars } = quietly(() => wrangler.unstable_readConfig({ config: path.join(root, "wrangler.toml") }));
   // The values too: wrangler's merged bindings carry .dev.vars values under the same names.
-  const bindings = Object.fromEntries(Object.entries(vars ?? {}).map(([name, value]) => [name, typeof value === "string" ? value : JSON.stringify(value)]));
+  const bindings = Object.fromEntries(
+    Object.entries(vars ?? {}).map(([name, value]) => [name, typeof value === "string" ? value : JSON.stringify(value)]),
+  );
   const ratelimits = Object.fromEntries(
     Object.entries(herald.ratelimits ?? {}).map(([name, rl]) => [name, { ...rl, simple: { ...rl.simple, limit: BENCH_RATE_LIMIT } }]),
   );
@@ -422,7 +434,9 @@ export async function start({ outdir, stateDir, host, ports, secretKey, withoutQ
 export async function applyMigrations(mf) {
   const db = await mf.getD1Database("DB", "herald");
   const dir = path.join(root, "drizzle");
-  const files = readdirSync(dir).filter((f) => /^\d+.*\.sql$/.test(f)).sort();
+  const files = readdirSync(dir)
+    .filter((f) => /^\d+.*\.sql$/.test(f))
+    .sort();
   for (const file of files) {
     const text = readFileSync(path.join(dir, file), "utf8");
     const statements = text

@@ -70,7 +70,10 @@ export function sequentialClient(base) {
           port: target.port,
           method,
           path,
-          headers: { ...headers, ...(payload === undefined ? {} : { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(payload) }) },
+          headers: {
+            ...headers,
+            ...(payload === undefined ? {} : { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(payload) }),
+          },
         },
         (res) => {
           const chunks = [];
@@ -89,7 +92,10 @@ export function sequentialClient(base) {
 }
 
 /** Latency of one request repeated sequentially: `samples` timed after `warmup`, stopping early at `maxSeconds`. */
-export async function latency(client, { method = "GET", path, headers, body, samples, warmup = 10, maxSeconds = 10, expect = (s) => s >= 200 && s < 300 }) {
+export async function latency(
+  client,
+  { method = "GET", path, headers, body, samples, warmup = 10, maxSeconds = 10, expect = (s) => s >= 200 && s < 300 },
+) {
   for (let i = 0; i < warmup; i++) await client.request(method, path, { headers, body });
   const times = [];
   let bad = 0;
@@ -213,7 +219,18 @@ export async function watchLatency({ base, client, token, samples, timeoutMs = 5
  * and until the last of the `missed`; the frames must be exactly seq+1 … seq+missed, in order, and no other frame may
  * follow within `extraWaitMs`.
  */
-export async function resumeLatency({ base, client, token, samples, makeEvents, missed = 100, warmup = 2, timeoutMs = 5_000, extraWaitMs = 25, maxSeconds = 30 }) {
+export async function resumeLatency({
+  base,
+  client,
+  token,
+  samples,
+  makeEvents,
+  missed = 100,
+  warmup = 2,
+  timeoutMs = 5_000,
+  extraWaitMs = 25,
+  maxSeconds = 30,
+}) {
   const wsUrl = `${base.replace(/^http/, "ws")}/api/v2/notifications/inbox/watch`;
   const headers = { "Service-Session-Token": token };
   const firstFrame = [];
@@ -280,5 +297,13 @@ export async function resumeLatency({ base, client, token, samples, makeEvents, 
     allFrames.push(times[missed - 1] - started);
     if (openedAt !== undefined) opened.push(openedAt - started);
   }
-  return { missed, firstFrame: summarize(firstFrame), allFrames: summarize(allFrames), open: summarize(opened), incomplete, outOfOrder, problems: problems.slice(0, 5) };
+  return {
+    missed,
+    firstFrame: summarize(firstFrame),
+    allFrames: summarize(allFrames),
+    open: summarize(opened),
+    incomplete,
+    outOfOrder,
+    problems: problems.slice(0, 5),
+  };
 }

@@ -10,10 +10,10 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { TraceMap, originalPositionFor } from "@jridgewell/trace-mapping";
+import { originalPositionFor, TraceMap } from "@jridgewell/trace-mapping";
 import autocannon from "autocannon";
 import { freePort } from "../local-herald.mjs";
-import { build, generateSecretKey, applyMigrations, root, start } from "./harness.mjs";
+import { applyMigrations, build, generateSecretKey, root, start } from "./harness.mjs";
 import { inTurn } from "./measure.mjs";
 import { deliverThroughObject } from "./seed.mjs";
 
@@ -103,7 +103,10 @@ function analyse(profile, requests, map) {
     gcUsPerRequest: perRequest(gc),
     idleShare: idle / (idle + busy),
     steps: [...steps].sort((a, b) => b[1] - a[1]).map(([step, us]) => ({ step, usPerRequest: perRequest(us), share: us / busy })),
-    topFunctions: [...functions].sort((a, b) => b[1] - a[1]).slice(0, 15).map(([fn, us]) => ({ fn, usPerRequest: perRequest(us) })),
+    topFunctions: [...functions]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 15)
+      .map(([fn, us]) => ({ fn, usPerRequest: perRequest(us) })),
   };
 }
 
@@ -168,7 +171,14 @@ async function main() {
     console.log("building without minification (names kept for the profile)");
     await build(outdir, { minify: false });
     const map = new TraceMap(JSON.parse(readFileSync(path.join(outdir, "index.js.map"), "utf8")));
-    const ports = { herald: await freePort(), trivial: await freePort(), helper: await freePort(), "hono-bare": await freePort(), "hono-headers": await freePort(), "plain-headers": await freePort() };
+    const ports = {
+      herald: await freePort(),
+      trivial: await freePort(),
+      helper: await freePort(),
+      "hono-bare": await freePort(),
+      "hono-headers": await freePort(),
+      "plain-headers": await freePort(),
+    };
     const inspectorPort = await freePort();
     ({ mf } = await start({ outdir, stateDir: path.join(tmp, "state"), host: HOST, ports, secretKey: generateSecretKey(), inspectorPort }));
     await applyMigrations(mf);
@@ -183,13 +193,24 @@ async function main() {
       checks[`check_${i}`] =
         i % 10 < 6
           ? { action: "read", object: { resource_type: "notification_template" } }
-          : { action: "update", object: { resource_type: "inbox_notification", resource_id: i % 10 === 6 ? inbox.notifications[0].id : crypto.randomUUID() } };
+          : {
+              action: "update",
+              object: { resource_type: "inbox_notification", resource_id: i % 10 === 6 ? inbox.notifications[0].id : crypto.randomUUID() },
+            };
     }
     const scenarios = [
       { name: "trivial Worker", worker: "trivial", url: `http://${HOST}:${ports.trivial}/` },
       { name: "reference: bare Hono, GET /healthz", worker: "hono-bare", url: `http://${HOST}:${ports["hono-bare"]}/healthz` },
-      { name: "reference: Hono + Herald's response headers, GET /healthz", worker: "hono-headers", url: `http://${HOST}:${ports["hono-headers"]}/healthz` },
-      { name: "reference: the trivial Worker + Herald's response headers", worker: "plain-headers", url: `http://${HOST}:${ports["plain-headers"]}/` },
+      {
+        name: "reference: Hono + Herald's response headers, GET /healthz",
+        worker: "hono-headers",
+        url: `http://${HOST}:${ports["hono-headers"]}/healthz`,
+      },
+      {
+        name: "reference: the trivial Worker + Herald's response headers",
+        worker: "plain-headers",
+        url: `http://${HOST}:${ports["plain-headers"]}/`,
+      },
       { name: "GET /healthz", url: `${base}/healthz` },
       { name: "GET /notifications/dispatch-methods (authentication alone)", url: `${base}/api/v2/notifications/dispatch-methods`, headers: header },
       { name: "GET /users/me", url: `${base}/api/v2/users/me`, headers: header },
@@ -231,12 +252,17 @@ async function main() {
       }
     }
     for (const r of report) {
-      console.log(`\n## ${r.scenario}: ${r.busyUsPerRequest.toFixed(1)} µs of sampled CPU per request (GC ${r.gcUsPerRequest.toFixed(1)} µs), ${r.requests} requests`);
+      console.log(
+        `\n## ${r.scenario}: ${r.busyUsPerRequest.toFixed(1)} µs of sampled CPU per request (GC ${r.gcUsPerRequest.toFixed(1)} µs), ${r.requests} requests`,
+      );
       for (const s of r.steps) console.log(`  ${s.usPerRequest.toFixed(1).padStart(7)} µs  ${(s.share * 100).toFixed(1).padStart(5)}%  ${s.step}`);
       console.log("  top functions by self time:");
       for (const f of r.topFunctions.slice(0, 10)) console.log(`  ${f.usPerRequest.toFixed(1).padStart(7)} µs  ${f.fn}`);
     }
-    writeFileSync(path.join(root, "bench", "profile.json"), `${JSON.stringify({ date: new Date().toISOString(), samplingUs: SAMPLING_US, seconds: SECONDS, connections: CONNECTIONS, report }, null, 2)}\n`);
+    writeFileSync(
+      path.join(root, "bench", "profile.json"),
+      `${JSON.stringify({ date: new Date().toISOString(), samplingUs: SAMPLING_US, seconds: SECONDS, connections: CONNECTIONS, report }, null, 2)}\n`,
+    );
     console.log("\nwrote bench/profile.json and one .cpuprofile per scenario in bench/ (open them in Chrome DevTools)");
   } finally {
     await mf?.dispose();

@@ -2,16 +2,16 @@
 // one run. Prints a table with DESIGN.md's targets and writes bench/results.json. A missed target is a finding, not
 // a failure: the run exits 0 unless the harness itself cannot run (build, start, bootstrap).
 import { mkdtempSync, rmSync } from "node:fs";
-import { freePort } from "../local-herald.mjs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { BENCH_RATE_LIMIT, applyMigrations, build, generateSecretKey, gzipSizeOf, root, start, versions } from "./harness.mjs";
+import { freePort } from "../local-herald.mjs";
+import { broadcastBench, RPCS_IN_FLIGHT } from "./broadcast.mjs";
+import { applyMigrations, BENCH_RATE_LIMIT, build, generateSecretKey, gzipSizeOf, root, start, versions } from "./harness.mjs";
 import { interleavedLatency, interleavedSamples, latency, resumeLatency, sequentialClient, summarize, throughput, watchLatency } from "./measure.mjs";
-import { mannWhitney } from "./stats.mjs";
 import { codeInfo, loadAverage, machineInfo, printTable, writeResults } from "./report.mjs";
 import { deliverThroughObject, growInboxOffline, objectFile } from "./seed.mjs";
-import { RPCS_IN_FLIGHT, broadcastBench } from "./broadcast.mjs";
+import { mannWhitney } from "./stats.mjs";
 
 const num = (name, fallback) => (process.env[name] ? Number(process.env[name]) : fallback);
 const settings = {
@@ -92,8 +92,22 @@ async function prepare(tmp, notes, env) {
   const stateDir = path.join(tmp, "state");
   log(`building with wrangler deploy --dry-run --outdir ${outdir}`);
   const size = await build(outdir);
-  const ports = { herald: await freePort(), trivial: await freePort(), helper: await freePort(), "hono-bare": await freePort(), "hono-headers": await freePort(), "plain-headers": await freePort() };
-  const startOptions = { outdir, stateDir, host: HOST, ports, secretKey: generateSecretKey(), withoutQueueConsumer: diagnostics.withoutQueueConsumer };
+  const ports = {
+    herald: await freePort(),
+    trivial: await freePort(),
+    helper: await freePort(),
+    "hono-bare": await freePort(),
+    "hono-headers": await freePort(),
+    "plain-headers": await freePort(),
+  };
+  const startOptions = {
+    outdir,
+    stateDir,
+    host: HOST,
+    ports,
+    secretKey: generateSecretKey(),
+    withoutQueueConsumer: diagnostics.withoutQueueConsumer,
+  };
   log(`starting workerd ${versions.workerd} through miniflare ${versions.miniflare}; state in ${stateDir}`);
   let running = await start(startOptions);
   Object.assign(env, {
@@ -147,11 +161,16 @@ async function prepare(tmp, notes, env) {
   // The counts row is only meaningful if the counters it reads are right: checked, and said when they are not.
   const counts = async (u) => api(base, "GET", "/notifications/inbox/counts", { token: u.token });
   env.counts = { small: await counts(users.small), big: await counts(users.big) };
-  for (const [name, expected] of [["small", settings.smallInbox], ["big", settings.bigInbox]]) {
+  for (const [name, expected] of [
+    ["small", settings.smallInbox],
+    ["big", settings.bigInbox],
+  ]) {
     const c = env.counts[name];
     const byTemplate = c.by_template?.reduce((sum, t) => sum + t.total, 0);
     if (c.total !== expected || c.unread !== expected || byTemplate !== expected) {
-      notes.push(`${name}'s counts do not match its ${expected} items: total ${c.total}, unread ${c.unread}, by template ${byTemplate} (seq ${c.seq})`);
+      notes.push(
+        `${name}'s counts do not match its ${expected} items: total ${c.total}, unread ${c.unread}, by template ${byTemplate} (seq ${c.seq})`,
+      );
     }
   }
   notes.push(
@@ -211,7 +230,12 @@ async function main() {
     const pair = (name, label, opts) =>
       attempt(name, async () => {
         log(`throughput: ${label}`);
-        const trivialRun = await throughput({ url: trivialUrl, connections: settings.connections, duration: Math.max(2, settings.durationS / 2), warmup: trivialRuns.length === 0 ? 1 : 0 });
+        const trivialRun = await throughput({
+          url: trivialUrl,
+          connections: settings.connections,
+          duration: Math.max(2, settings.durationS / 2),
+          warmup: trivialRuns.length === 0 ? 1 : 0,
+        });
         trivialRuns.push(trivialRun.reqPerSec);
         const r = await throughput({ connections: settings.connections, duration: settings.durationS, ...opts });
         Object.assign(r, { trivialReqPerSec: trivialRun.reqPerSec, ratio: r.reqPerSec / trivialRun.reqPerSec });
@@ -226,13 +250,20 @@ async function main() {
     await pair("honoBare", "reference: a bare Hono app, GET /healthz", { url: honoBareUrl });
     await pair("honoHeaders", "reference: Hono + Herald's response headers, GET /healthz", { url: honoHeadersUrl });
     await pair("plainHeaders", "reference: a plain Worker answering with Herald's response headers", { url: plainHeadersUrl });
-    await pair("authOnly", "GET /notifications/dispatch-methods (authentication only)", { url: `${base}/api/v2/notifications/dispatch-methods`, headers: header(ada) });
+    await pair("authOnly", "GET /notifications/dispatch-methods (authentication only)", {
+      url: `${base}/api/v2/notifications/dispatch-methods`,
+      headers: header(ada),
+    });
     await pair("inbox", "GET /notifications/inbox (25 items)", { url: `${base}/api/v2/notifications/inbox`, headers: header(ada) });
     // The object keeps the last page it listed (docs/inbox.md, "The last page, kept"), so the row above is mostly
     // answered from memory. Here the limit goes 25, 26, … 33 in turn, so the page asked for is almost never the one
     // kept, while each answer is the same 25 items (ada has 25): what a list costs when the inbox changed since.
     const limits = Array.from({ length: 9 }, (_, i) => `/api/v2/notifications/inbox?limit=${settings.listedInbox + i}`);
-    await pair("inboxUnkept", "GET /notifications/inbox (25 items), not the page kept (limit 25–33 in turn)", { url: base, paths: limits, headers: header(ada) });
+    await pair("inboxUnkept", "GET /notifications/inbox (25 items), not the page kept (limit 25–33 in turn)", {
+      url: base,
+      paths: limits,
+      headers: header(ada),
+    });
     await pair("me", "GET /users/me", { url: `${base}/api/v2/users/me`, headers: header(ada) });
     await pair("countsBig", `GET /notifications/inbox/counts (${settings.bigInbox.toLocaleString("en-US")} items)`, {
       url: `${base}/api/v2/notifications/inbox/counts`,
@@ -249,7 +280,9 @@ async function main() {
     details.throughput = tp;
     details.envIdentity = await attempt("env identity", async () => (await fetch(`${helperUrl}/env`)).json());
     if (sortedTrivial.at(-1) / sortedTrivial[0] > 1.3) {
-      notes.push(`The trivial baseline ranged ${Math.round(sortedTrivial[0])}–${Math.round(sortedTrivial.at(-1))} req/s during the run: the machine was busy; each ratio uses the trivial run just before it.`);
+      notes.push(
+        `The trivial baseline ranged ${Math.round(sortedTrivial[0])}–${Math.round(sortedTrivial.at(-1))} req/s during the run: the machine was busy; each ratio uses the trivial run just before it.`,
+      );
     }
 
     // --- latency (sequential) ---
@@ -274,17 +307,37 @@ async function main() {
     lat.list = await attempt("inbox list latency", async () => {
       log(`latency: inbox list at ${settings.smallInbox} and at ${settings.bigInbox.toLocaleString("en-US")} notifications, alternating`);
       const path_ = "/api/v2/notifications/inbox";
-      const both = await interleavedLatency(client, { at100: { path: path_, headers: header(small) }, atBig: { path: path_, headers: header(big) } }, { samples: settings.latencySamples });
+      const both = await interleavedLatency(
+        client,
+        { at100: { path: path_, headers: header(small) }, atBig: { path: path_, headers: header(big) } },
+        { samples: settings.latencySamples },
+      );
       const unread = await latency(client, { path: `${path_}?read_status=unread`, headers: header(big), samples: settings.latencySamples });
       // Filters that match nothing: served by their own index (templates) and side table (targets), docs/inbox.md.
-      const templatesNone = await latency(client, { path: `${path_}?templates=${crypto.randomUUID()}`, headers: header(big), samples: 30, warmup: 2, maxSeconds: 15 });
-      const targetsNone = await latency(client, { path: `${path_}?targets=${crypto.randomUUID()}`, headers: header(big), samples: 30, warmup: 2, maxSeconds: 15 });
+      const templatesNone = await latency(client, {
+        path: `${path_}?templates=${crypto.randomUUID()}`,
+        headers: header(big),
+        samples: 30,
+        warmup: 2,
+        maxSeconds: 15,
+      });
+      const targetsNone = await latency(client, {
+        path: `${path_}?targets=${crypto.randomUUID()}`,
+        headers: header(big),
+        samples: 30,
+        warmup: 2,
+        maxSeconds: 15,
+      });
       return { ...both, unread, templatesNone, targetsNone };
     });
     lat.counts = await attempt("counts latency", async () => {
       log(`latency: inbox counts at ${settings.smallInbox} and at ${settings.bigInbox.toLocaleString("en-US")} notifications, alternating`);
       const path_ = "/api/v2/notifications/inbox/counts";
-      return interleavedLatency(client, { small: { path: path_, headers: header(small) }, big: { path: path_, headers: header(big) } }, { samples: settings.latencySamples });
+      return interleavedLatency(
+        client,
+        { small: { path: path_, headers: header(small) }, big: { path: path_, headers: header(big) } },
+        { samples: settings.latencySamples },
+      );
     });
     lat.authcheck = await attempt("authcheck latency", async () => {
       log("latency: POST /authcheck with 100 checks");
@@ -292,17 +345,40 @@ async function main() {
       const answer = await api(base, "POST", "/authcheck", { token: small.token, body });
       if (Object.keys(answer).length !== settings.authChecks) throw new Error(`authcheck answered ${JSON.stringify(answer).slice(0, 200)}`);
       const allowed = Object.values(answer).filter(Boolean).length;
-      const withoutIds = { checks: Object.fromEntries(Object.entries(body.checks).map(([k, v]) => [k, { action: v.action, object: { ...v.object, resource_id: undefined } }])) };
+      const withoutIds = {
+        checks: Object.fromEntries(
+          Object.entries(body.checks).map(([k, v]) => [k, { action: v.action, object: { ...v.object, resource_id: undefined } }]),
+        ),
+      };
       return {
         answer: { allowed, denied: settings.authChecks - allowed },
-        withLookups: await latency(client, { method: "POST", path: "/api/v2/authcheck", headers: header(small), body, samples: settings.latencySamples }),
-        withoutLookups: await latency(client, { method: "POST", path: "/api/v2/authcheck", headers: header(small), body: withoutIds, samples: settings.latencySamples }),
+        withLookups: await latency(client, {
+          method: "POST",
+          path: "/api/v2/authcheck",
+          headers: header(small),
+          body,
+          samples: settings.latencySamples,
+        }),
+        withoutLookups: await latency(client, {
+          method: "POST",
+          path: "/api/v2/authcheck",
+          headers: header(small),
+          body: withoutIds,
+          samples: settings.latencySamples,
+        }),
       };
     });
     lat.login = await attempt("login latency", async () => {
       log(`latency: POST /users/login (argon2id); the login rate limits are raised to ${BENCH_RATE_LIMIT} per period for the bench`);
       return {
-        known: await latency(client, { method: "POST", path: "/api/v2/users/login", body: { email: ada.email, password: PASSWORD }, samples: settings.loginSamples, warmup: 3, maxSeconds: 20 }),
+        known: await latency(client, {
+          method: "POST",
+          path: "/api/v2/users/login",
+          body: { email: ada.email, password: PASSWORD },
+          samples: settings.loginSamples,
+          warmup: 3,
+          maxSeconds: 20,
+        }),
         unknownEmail: await latency(client, {
           method: "POST",
           path: "/api/v2/users/login",
@@ -320,13 +396,20 @@ async function main() {
       const unknown = "nobody-at-all@bench.example.com";
       const pair = async (known, other) => {
         const r = await interleavedSamples(client, { known, unknown: other }, { samples: n });
-        return { ...mannWhitney(r.known.samples, r.unknown.samples), known: { ...summarize(r.known.samples), statuses: r.known.statuses }, unknown: { ...summarize(r.unknown.samples), statuses: r.unknown.statuses } };
+        return {
+          ...mannWhitney(r.known.samples, r.unknown.samples),
+          known: { ...summarize(r.known.samples), statuses: r.known.statuses },
+          unknown: { ...summarize(r.unknown.samples), statuses: r.unknown.statuses },
+        };
       };
       const post = (route, body) => ({ method: "POST", path: `/api/v2${route}`, body });
       const code = "00000000-0000-4000-8000-000000000000";
       const newPassword = "Quince-Harbor-Lamp-58-Violet";
       return {
-        a3: await pair(post("/users/login", { email: ada.email, password: "Wrong-Password-12-Xylophone" }), post("/users/login", { email: unknown, password: "Wrong-Password-12-Xylophone" })),
+        a3: await pair(
+          post("/users/login", { email: ada.email, password: "Wrong-Password-12-Xylophone" }),
+          post("/users/login", { email: unknown, password: "Wrong-Password-12-Xylophone" }),
+        ),
         a4: await pair(
           post("/users/otp/change-password", { email: ada.email, one_time_passcode: code, password: newPassword }),
           post("/users/otp/change-password", { email: unknown, one_time_passcode: code, password: newPassword }),
@@ -347,7 +430,9 @@ async function main() {
       const makeEvents = async (count) => (await deliverThroughObject(helperUrl, resumer.id, count)).stored;
       const r = await resumeLatency({ base, client, token: resumer.token, samples: settings.resumeSamples, missed: n, makeEvents });
       if (r.incomplete > 0 || r.outOfOrder > 0) {
-        notes.push(`resume: ${r.incomplete} reconnect(s) without all ${n} frames, ${r.outOfOrder} with other seqs than seq+1…seq+${n} in order (${r.problems.join("; ")})`);
+        notes.push(
+          `resume: ${r.incomplete} reconnect(s) without all ${n} frames, ${r.outOfOrder} with other seqs than seq+1…seq+${n} in order (${r.problems.join("; ")})`,
+        );
       }
       return r;
     });
@@ -359,7 +444,9 @@ async function main() {
       notes.push("The broadcast was not measured: without the queue consumer (BENCH_WITHOUT_QUEUE_CONSUMER=1) its fan-out never runs.");
     } else {
       details.broadcast = await attempt("broadcast", async () => {
-        log(`broadcast: ${settings.broadcastUsers.toLocaleString("en-US")} users seeded into D1, the raw deliver rate into as many new inboxes, then one broadcast to all`);
+        log(
+          `broadcast: ${settings.broadcastUsers.toLocaleString("en-US")} users seeded into D1, the raw deliver rate into as many new inboxes, then one broadcast to all`,
+        );
         const bcClient = sequentialClient(base);
         try {
           return await broadcastBench({ helperUrl, client: bcClient, owner: ada, users: settings.broadcastUsers, log });
@@ -390,29 +477,85 @@ async function main() {
       add({ id, label, value: v, unit, error: v === undefined, ...(target ? { target: { text: target }, pass: v !== undefined && passes(v) } : {}) });
     };
     row("trivial_rps", `trivial Worker (baseline, median of ${trivialRuns.length} runs)`, () => trivial, "req/s");
-    row("healthz_ratio", "Herald GET /healthz vs trivial (no I/O)", () => tp.healthz.ratio, "%", "≥ 80% of trivial", (v) => v >= 0.8);
+    row(
+      "healthz_ratio",
+      "Herald GET /healthz vs trivial (no I/O)",
+      () => tp.healthz.ratio,
+      "%",
+      "≥ 80% of trivial",
+      (v) => v >= 0.8,
+    );
     row("hono_bare_ratio", "  reference: a bare Hono app, GET /healthz, vs trivial", () => tp.honoBare.ratio, "%");
     row("hono_headers_ratio", "  reference: Hono + the 13 headers every answer carries, vs trivial", () => tp.honoHeaders.ratio, "%");
     row("plain_headers_ratio", "  reference: no Hono, the trivial Worker + those 13 headers, vs trivial", () => tp.plainHeaders.ratio, "%");
-    row("auth_only_ratio", "GET /notifications/dispatch-methods vs trivial (auth only)", () => tp.authOnly.ratio, "%", "≥ 50% of trivial", (v) => v >= 0.5);
+    row(
+      "auth_only_ratio",
+      "GET /notifications/dispatch-methods vs trivial (auth only)",
+      () => tp.authOnly.ratio,
+      "%",
+      "≥ 50% of trivial",
+      (v) => v >= 0.5,
+    );
     row("probe_d1_ratio", "probe: handler with one D1 point read vs trivial", () => tp.probeD1.ratio, "%");
     row("probe_d1_batch_ratio", "probe: handler with one 3-statement D1 batch vs trivial", () => tp.probeD1Batch.ratio, "%");
     row("probe_do_ratio", "probe: handler with one inbox-object RPC vs trivial", () => tp.probeDo.ratio, "%");
-    row("probe_do_list_ratio", "probe: handler with the inbox list RPC (25 items) vs trivial", () => tp.probeDoList.ratio, "%", "≥ 18% of trivial", (v) => v >= 0.18);
+    row(
+      "probe_do_list_ratio",
+      "probe: handler with the inbox list RPC (25 items) vs trivial",
+      () => tp.probeDoList.ratio,
+      "%",
+      "≥ 18% of trivial",
+      (v) => v >= 0.18,
+    );
     row("inbox_rps", "GET /notifications/inbox (25 items)", () => tp.inbox.reqPerSec, "req/s");
-    row("inbox_ratio", "  … vs trivial", () => tp.inbox.ratio, "%", "≥ 15% of trivial", (v) => v >= 0.15);
+    row(
+      "inbox_ratio",
+      "  … vs trivial",
+      () => tp.inbox.ratio,
+      "%",
+      "≥ 15% of trivial",
+      (v) => v >= 0.15,
+    );
     row("inbox_unkept_ratio", "  … not the page kept (limit 25–33 in turn, same 25 items), vs trivial", () => tp.inboxUnkept.ratio, "%");
     row("me_rps", "GET /users/me", () => tp.me.reqPerSec, "req/s");
-    row("me_ratio", "  … vs trivial", () => tp.me.ratio, "%", "≥ 50% of trivial", (v) => v >= 0.5);
+    row(
+      "me_ratio",
+      "  … vs trivial",
+      () => tp.me.ratio,
+      "%",
+      "≥ 50% of trivial",
+      (v) => v >= 0.5,
+    );
     row("counts_rps", `GET /notifications/inbox/counts (${settings.bigInbox.toLocaleString("en-US")} items)`, () => tp.countsBig.reqPerSec, "req/s");
     row("counts_ratio", "  … vs trivial", () => tp.countsBig.ratio, "%");
     const watchOk = lat.watch?.missed === 0;
-    row("watch_p50", "watch: custom notification → frame, p50", () => lat.watch.p50, "ms", "≤ 5 ms", (v) => v <= 5 && watchOk);
-    row("watch_p99", "watch: custom notification → frame, p99", () => lat.watch.p99, "ms", "≤ 20 ms", (v) => v <= 20 && watchOk);
+    row(
+      "watch_p50",
+      "watch: custom notification → frame, p50",
+      () => lat.watch.p50,
+      "ms",
+      "≤ 5 ms",
+      (v) => v <= 5 && watchOk,
+    );
+    row(
+      "watch_p99",
+      "watch: custom notification → frame, p99",
+      () => lat.watch.p99,
+      "ms",
+      "≤ 20 ms",
+      (v) => v <= 20 && watchOk,
+    );
     row("watch_post_p50", "  (POST /notifications/custom answered, p50)", () => lat.watch.post.p50, "ms");
     const resumed = `reconnect with after_seq → ${settings.resumeMissed} missed frames`;
     row("resume_first_p50", `resume: ${resumed}, first frame, p50`, () => lat.resume.firstFrame.p50, "ms");
-    row("resume_first_p95", "  … first frame, p95", () => lat.resume.firstFrame.p95, "ms", "≤ 50 ms", (v) => v <= 50);
+    row(
+      "resume_first_p95",
+      "  … first frame, p95",
+      () => lat.resume.firstFrame.p95,
+      "ms",
+      "≤ 50 ms",
+      (v) => v <= 50,
+    );
     row("resume_all_p50", `  … all ${settings.resumeMissed} frames, p50`, () => lat.resume.allFrames.p50, "ms");
     row("resume_all_p95", `  … all ${settings.resumeMissed} frames, p95`, () => lat.resume.allFrames.p95, "ms");
     row("trivial_p50", "trivial Worker request, p50 (sequential)", () => lat.basics.trivial.p50, "ms");
@@ -421,25 +564,85 @@ async function main() {
     row("probe_do_p50", "probe: one inbox-object RPC, p50", () => lat.basics.probeDo.p50, "ms");
     row("list_100_p50", `inbox list p50, ${settings.smallInbox} notifications`, () => lat.list.at100.p50, "ms");
     row("list_big_p50", `inbox list p50, ${settings.bigInbox.toLocaleString("en-US")} notifications`, () => lat.list.atBig.p50, "ms");
-    row("list_ratio", `  … ratio ${settings.bigInbox.toLocaleString("en-US")} / ${settings.smallInbox}`, () => lat.list.atBig.p50 / lat.list.at100.p50, "x", "≤ 1.5×", (v) => v <= 1.5);
+    row(
+      "list_ratio",
+      `  … ratio ${settings.bigInbox.toLocaleString("en-US")} / ${settings.smallInbox}`,
+      () => lat.list.atBig.p50 / lat.list.at100.p50,
+      "x",
+      "≤ 1.5×",
+      (v) => v <= 1.5,
+    );
     row("list_big_unread_p50", "  … big, read_status=unread, p50", () => lat.list.unread.p50, "ms");
-    row("list_big_templates_none_p50", "  … big, templates filter matching nothing, p50", () => lat.list.templatesNone.p50, "ms", "≤ 3 ms", (v) => v <= 3);
-    row("list_big_targets_none_p50", "  … big, targets filter matching nothing, p50", () => lat.list.targetsNone.p50, "ms", "≤ 3 ms", (v) => v <= 3);
-    row("counts_big_p50", `inbox counts p50, ${settings.bigInbox.toLocaleString("en-US")} notifications`, () => lat.counts.big.p50, "ms", "≤ 2 ms", (v) => v <= 2);
+    row(
+      "list_big_templates_none_p50",
+      "  … big, templates filter matching nothing, p50",
+      () => lat.list.templatesNone.p50,
+      "ms",
+      "≤ 3 ms",
+      (v) => v <= 3,
+    );
+    row(
+      "list_big_targets_none_p50",
+      "  … big, targets filter matching nothing, p50",
+      () => lat.list.targetsNone.p50,
+      "ms",
+      "≤ 3 ms",
+      (v) => v <= 3,
+    );
+    row(
+      "counts_big_p50",
+      `inbox counts p50, ${settings.bigInbox.toLocaleString("en-US")} notifications`,
+      () => lat.counts.big.p50,
+      "ms",
+      "≤ 2 ms",
+      (v) => v <= 2,
+    );
     row("counts_big_p95", "  … p95", () => lat.counts.big.p95, "ms");
     row("counts_small_p50", `  … p50 at ${settings.smallInbox} notifications`, () => lat.counts.small.p50, "ms");
-    row("authcheck_p50", "POST /authcheck, 100 checks (40 name a resource), p50", () => lat.authcheck.withLookups.p50, "ms", "≤ 2.5 ms", (v) => v <= 2.5);
+    row(
+      "authcheck_p50",
+      "POST /authcheck, 100 checks (40 name a resource), p50",
+      () => lat.authcheck.withLookups.p50,
+      "ms",
+      "≤ 2.5 ms",
+      (v) => v <= 2.5,
+    );
     row("authcheck_no_lookup_p50", "  … same checks without resource_id, p50", () => lat.authcheck.withoutLookups.p50, "ms");
-    row("login_p50", "POST /users/login (argon2id), p50", () => lat.login.known.p50, "ms", "≤ 80 ms", (v) => v <= 80);
+    row(
+      "login_p50",
+      "POST /users/login (argon2id), p50",
+      () => lat.login.known.p50,
+      "ms",
+      "≤ 80 ms",
+      (v) => v <= 80,
+    );
     row("login_unknown_p50", "  … unknown e-mail (dummy hash), p50", () => lat.login.unknownEmail.p50, "ms");
-    for (const [id, label] of [["a3", "A3 login, wrong password"], ["a4", "A4 change-password, wrong code"], ["a5", "A5 passcode request"]]) {
+    for (const [id, label] of [
+      ["a3", "A3 login, wrong password"],
+      ["a4", "A4 change-password, wrong code"],
+      ["a5", "A5 passcode request"],
+    ]) {
       const r = () => lat.enumeration[id];
-      row(`enumeration_${id}_z`, `${label}: existing vs unknown e-mail, Mann–Whitney z`, () => Math.round(r().z * 100) / 100, "", "|z| < 1.96", (v) => Math.abs(v) < 1.96);
+      row(
+        `enumeration_${id}_z`,
+        `${label}: existing vs unknown e-mail, Mann–Whitney z`,
+        () => Math.round(r().z * 100) / 100,
+        "",
+        "|z| < 1.96",
+        (v) => Math.abs(v) < 1.96,
+      );
       row(`enumeration_${id}_known_p50`, "  … existing account, p50", () => r().known.p50, "ms");
       row(`enumeration_${id}_unknown_p50`, "  … unknown e-mail, p50", () => r().unknown.p50, "ms");
     }
     const gzipKiB = env.size.gzipKiB ?? env.gz.gzipKiB;
-    row("bundle_gzip", `bundle, gzip (${env.size.gzipKiB === undefined ? "own gzip of the modules" : "wrangler's report"})`, () => gzipKiB, "KiB", "≤ 450 KiB", (v) => v <= 450);
+    row(
+      "bundle_gzip",
+      `bundle, gzip (${env.size.gzipKiB === undefined ? "own gzip of the modules" : "wrangler's report"})`,
+      () => gzipKiB,
+      "KiB",
+      "≤ 450 KiB",
+      (v) => v <= 450,
+    );
     row("deliver_rate", "deliver RPC into one inbox (seeding, context)", () => env.realDeliveries.perSecond, "/s");
     const bc = details.broadcast;
     const bcUsers = settings.broadcastUsers.toLocaleString("en-US");
@@ -448,9 +651,30 @@ async function main() {
     row("broadcast_10k_ms", "  … 202 → GET shows completed_at", () => bc.ms, "ms");
     row("broadcast_server_ms", "  … completed_at − created_at (server side)", () => bc.serverMs, "ms");
     row("broadcast_rate", "  … deliveries/s (recipients / time to completed_at)", () => bc.perSecond, "/s");
-    row("broadcast_vs_deliver", "  … vs the raw deliver RPC rate", () => bc.ratio, "%", "≥ 50% of raw deliver", (v) => v >= 0.5);
-    row("broadcast_delivered", "  … GET: delivered (failed must be 0)", () => bc.final.delivered, "count", "= recipients, 0 failed", (v) => v === bc.recipients && bc.final.failed === 0);
-    row("broadcast_exact_copies", "  … recipients whose inbox holds exactly 1 copy", () => bc.copies.exactlyOne, "count", "all; none 0 or > 1", (v) => v === bc.recipients && bc.copies.checked === bc.recipients && bc.copies.zero === 0 && bc.copies.more === 0 && bc.copies.errors === 0);
+    row(
+      "broadcast_vs_deliver",
+      "  … vs the raw deliver RPC rate",
+      () => bc.ratio,
+      "%",
+      "≥ 50% of raw deliver",
+      (v) => v >= 0.5,
+    );
+    row(
+      "broadcast_delivered",
+      "  … GET: delivered (failed must be 0)",
+      () => bc.final.delivered,
+      "count",
+      "= recipients, 0 failed",
+      (v) => v === bc.recipients && bc.final.failed === 0,
+    );
+    row(
+      "broadcast_exact_copies",
+      "  … recipients whose inbox holds exactly 1 copy",
+      () => bc.copies.exactlyOne,
+      "count",
+      "all; none 0 or > 1",
+      (v) => v === bc.recipients && bc.copies.checked === bc.recipients && bc.copies.zero === 0 && bc.copies.more === 0 && bc.copies.errors === 0,
+    );
     printTable(rows);
 
     notes.push(
@@ -465,7 +689,9 @@ async function main() {
     );
     if (details.envIdentity) {
       const { newEnv, sameEnv } = details.envIdentity;
-      notes.push(`The runtime handed ${newEnv === 1 ? "the same env object to every request" : `${newEnv} distinct env objects to ${newEnv + sameEnv} requests`} (checked in the helper Worker): per-isolate caches keyed on env hold.`);
+      notes.push(
+        `The runtime handed ${newEnv === 1 ? "the same env object to every request" : `${newEnv} distinct env objects to ${newEnv + sameEnv} requests`} (checked in the helper Worker): per-isolate caches keyed on env hold.`,
+      );
     }
     if (bc) {
       const c = bc.copies;
@@ -474,7 +700,8 @@ async function main() {
         `Broadcast copies: ${c.checked.toLocaleString("en-US")} recipients (read from D1 by the helper: active, not deleted, not system, created by the broadcast's created_at) asked through counts(): ${c.exactlyOne.toLocaleString("en-US")} hold exactly 1 item of the Broadcast template, ${c.zero} hold none, ${c.more} more than 1${c.errors ? `, ${c.errors} RPCs failed (${c.lastError})` : ""}${c.zero || c.more ? ` (e.g. ${[...c.zeroSample, ...c.moreSample].join(", ")})` : ""}.`,
       );
     }
-    if (diagnostics.withoutQueueConsumer) notes.push("DIAGNOSTIC RUN: the queue consumer was not registered (BENCH_WITHOUT_QUEUE_CONSUMER=1); e-mail copies stayed queued.");
+    if (diagnostics.withoutQueueConsumer)
+      notes.push("DIAGNOSTIC RUN: the queue consumer was not registered (BENCH_WITHOUT_QUEUE_CONSUMER=1); e-mail copies stayed queued.");
     if (diagnostics.tmpdir) notes.push(`DIAGNOSTIC RUN: state lived under BENCH_TMPDIR=${diagnostics.tmpdir}.`);
     for (const n of notes) console.log(`note: ${n}`);
 
@@ -487,13 +714,22 @@ async function main() {
       settings,
       diagnostics,
       bundle: { wrangler: env.size, own_gzip_of_modules: env.gz },
-      results: rows.map(({ id, label, value: v, unit, target, pass }) => ({ id, label: label.trim(), value: v ?? null, unit, target: target?.text ?? null, pass: target ? pass : null })),
+      results: rows.map(({ id, label, value: v, unit, target, pass }) => ({
+        id,
+        label: label.trim(),
+        value: v ?? null,
+        unit,
+        target: target?.text ?? null,
+        pass: target ? pass : null,
+      })),
       details,
       notes,
     });
     const missed = rows.filter((r) => r.target && !r.pass).length;
     const { commit, uncommitted_changes: changes, bundle_sha256: bundle } = env.code;
-    log(`measured commit ${commit}${changes.length > 0 ? ` plus ${changes.length} uncommitted change(s) under src/ and config` : ""}, bundle ${bundle}`);
+    log(
+      `measured commit ${commit}${changes.length > 0 ? ` plus ${changes.length} uncommitted change(s) under src/ and config` : ""}, bundle ${bundle}`,
+    );
     log(`wrote ${path.relative(root, file)}; ${missed} target(s) missed`);
   } finally {
     await cleanup();

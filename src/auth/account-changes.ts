@@ -1,7 +1,7 @@
 import { and, eq, ne, type SQL } from "drizzle-orm";
 import type { BatchItem, BatchResponse } from "drizzle-orm/batch";
 import type { Database } from "../db/client";
-import { apiKeys, organizationMembers, userLinks, users, type UserRow } from "../db/schema";
+import { apiKeys, organizationMembers, type UserRow, userLinks, users } from "../db/schema";
 import type { Env } from "../env";
 import type { Background } from "../lib/background";
 import { nowIso } from "../lib/crypto";

@@ -1,6 +1,6 @@
 import type { Config } from "../config/config";
 import type { Database } from "../db/client";
-import { apiKeys, type ApiKeyRow } from "../db/schema";
+import { type ApiKeyRow, apiKeys } from "../db/schema";
 import { nowIso } from "../lib/crypto";
 import { generateToken } from "./tokens";
 

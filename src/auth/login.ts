@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { users, type UserRow } from "../db/schema";
+import { type UserRow, users } from "../db/schema";
 import { ApiError, forbidden } from "../http/errors";
 import { findLiveUserByEmail } from "../users/service";
 import { AuthMessages } from "./messages";

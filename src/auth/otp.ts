@@ -37,13 +37,7 @@ export async function passcodeMatches(db: Database, config: Config, userId: stri
   const rows = await db
     .update(oneTimePasscodes)
     .set({ attempts: sql`${oneTimePasscodes.attempts} + 1` })
-    .where(
-      and(
-        eq(oneTimePasscodes.userId, userId),
-        lt(oneTimePasscodes.attempts, MAX_OTP_ATTEMPTS),
-        gt(oneTimePasscodes.expiresAt, nowIso()),
-      ),
-    )
+    .where(and(eq(oneTimePasscodes.userId, userId), lt(oneTimePasscodes.attempts, MAX_OTP_ATTEMPTS), gt(oneTimePasscodes.expiresAt, nowIso())))
     .returning({ codeHmac: oneTimePasscodes.codeHmac });
   const stored = rows[0]?.codeHmac;
   return stored !== undefined && timingSafeEqualText(presented, stored);

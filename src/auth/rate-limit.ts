@@ -14,11 +14,7 @@ const LOGIN_LIMITS = {
 } as const;
 
 /** Throws the error shape's (docs/api.md, Conventions) 429 once `key` has used its budget on `limiter`. */
-async function enforceRateLimit(
-  limiter: RateLimit,
-  key: string,
-  budget: { limit: number; periodSeconds: number },
-): Promise<void> {
+async function enforceRateLimit(limiter: RateLimit, key: string, budget: { limit: number; periodSeconds: number }): Promise<void> {
   const { success } = await limiter.limit({ key });
   if (!success) throw rateLimited(budget.limit, budget.periodSeconds);
 }

@@ -3,16 +3,16 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { Subject } from "../authz/evaluate";
 import type { Config } from "../config/config";
-import { database, type Database } from "../db/client";
+import { type Database, database } from "../db/client";
+import { type ApiKeyRow, apiKeys, organizationMembers, type UserRow, users } from "../db/schema";
 import { dbFor, readFresh } from "../db/session";
-import { apiKeys, organizationMembers, users, type ApiKeyRow, type UserRow } from "../db/schema";
 import { forbidden, Messages, unauthorized } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { nowIso, timingSafeEqualShort, timingSafeEqualText } from "../lib/crypto";
 import { readSessionCookie } from "./cookies";
-import { cachedKey, rememberKey, type CachedKey } from "./key-cache";
+import { type CachedKey, cachedKey, rememberKey } from "./key-cache";
 import { AuthMessages } from "./messages";
-import { hashTokenSecret, parseToken, type ParsedToken } from "./tokens";
+import { hashTokenSecret, type ParsedToken, parseToken } from "./tokens";
 
 const SESSION_HEADER = "Service-Session-Token";
 /** `last_used` (and a session's sliding expiry) is written at most this often per key: no D1 write per request. */
@@ -106,10 +106,7 @@ function loadFresh(c: Context<AppEnv>, token: ParsedToken, digest: string, fromP
     c,
     (db) => loadKey(db, token.id),
     ({ key, user }) =>
-      !user.deleted &&
-      user.status !== "suspended" &&
-      Date.parse(key.expiresAt) > now &&
-      timingSafeEqualText(digest, key.hashedSecret),
+      !user.deleted && user.status !== "suspended" && Date.parse(key.expiresAt) > now && timingSafeEqualText(digest, key.hashedSecret),
   );
 }
 
@@ -160,7 +157,10 @@ async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
     c.executionCtx.waitUntil(
       db.batch([
         db.update(apiKeys).set(update).where(eq(apiKeys.id, key.id)),
-        db.update(users).set({ lastSeenAt: nowIso(now) }).where(eq(users.id, userRow.id)),
+        db
+          .update(users)
+          .set({ lastSeenAt: nowIso(now) })
+          .where(eq(users.id, userRow.id)),
       ]),
     );
   }
@@ -231,4 +231,3 @@ export const requireAuth = createMiddleware<AppEnv>(async (c, next) => {
   c.set("auth", auth);
   await next();
 });
-

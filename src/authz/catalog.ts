@@ -2,16 +2,7 @@
  * The vocabulary of docs/authorization.md: actions, resource types and which actions make sense on each type. The scope catalogue
  * (`GET /auth/scopes`) and the role table are both derived from this, so a scope can only name something a check can ask about.
  */
-export const ACTIONS = [
-  "create",
-  "read",
-  "update",
-  "delete",
-  "read_personal",
-  "update_personal",
-  "assign",
-  "unassign",
-] as const;
+export const ACTIONS = ["create", "read", "update", "delete", "read_personal", "update_personal", "assign", "unassign"] as const;
 export type Action = (typeof ACTIONS)[number];
 
 const crud: readonly Action[] = ["create", "read", "update", "delete"];

@@ -1,13 +1,5 @@
 import type { Action, ResourceType } from "./catalog";
-import {
-  ORG_ROLES,
-  SITE_ROLES,
-  SYSTEM_USER_RESTRICTIONS,
-  isOrgRole,
-  isSiteRole,
-  type Permission,
-  type RoleDefinition,
-} from "./roles";
+import { isOrgRole, isSiteRole, ORG_ROLES, type Permission, type RoleDefinition, SITE_ROLES, SYSTEM_USER_RESTRICTIONS } from "./roles";
 
 /** Who is asking: their roles, their organizations' roles and (for API keys) the key's scopes. */
 export interface Subject {
@@ -81,18 +73,33 @@ export function authorize(subject: Subject, action: Action, object: AuthzObject)
 
   if (object.anyOrg) {
     for (const roles of Object.values(subject.orgRoles)) {
-      if (decide(orgDefinitions(roles).flatMap((d) => d.org), object.type, action) === "allow") return true;
+      if (
+        decide(
+          orgDefinitions(roles).flatMap((d) => d.org),
+          object.type,
+          action,
+        ) === "allow"
+      )
+        return true;
     }
   } else if (object.orgId !== undefined) {
     // Own keys only: the id comes from the request, and "constructor" or "__proto__" must not find Object's.
     const roles = Object.hasOwn(subject.orgRoles, object.orgId) ? subject.orgRoles[object.orgId] : undefined;
     if (roles === undefined) return false; // not a member: nothing below the site level applies
-    const org = decide(orgDefinitions(roles).flatMap((d) => d.org), object.type, action);
+    const org = decide(
+      orgDefinitions(roles).flatMap((d) => d.org),
+      object.type,
+      action,
+    );
     if (org) return org === "allow";
   }
 
   if (object.ownerId !== undefined && object.ownerId === subject.id) {
-    const user = decide(siteDefinitions(subject).flatMap((d) => d.user), object.type, action);
+    const user = decide(
+      siteDefinitions(subject).flatMap((d) => d.user),
+      object.type,
+      action,
+    );
     return user === "allow";
   }
   return false;

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { forbidden, Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import type { Action, ResourceType } from "./catalog";
-import { authorize, scopeAllows, type AuthzObject } from "./evaluate";
+import { type AuthzObject, authorize, scopeAllows } from "./evaluate";
 import { AuthzMessages } from "./messages";
 
 /** Whether the authenticated caller may do `action` on `object`: every endpoint asks through here. */

@@ -1,7 +1,7 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { inSlices } from "../db/slices";
 import { apiKeys, organizations, users } from "../db/schema";
+import { inSlices } from "../db/slices";
 import type { Env } from "../env";
 import type { ResourceType } from "./catalog";
 
@@ -54,10 +54,7 @@ async function inboxPlacements({ env, callerId }: LookupContext, ids: string[]):
 }
 
 /** Loads placements for every (type, id) asked about; keys of the result are `<type>:<id>`. */
-export async function loadPlacements(
-  ctx: LookupContext,
-  wanted: { type: ResourceType; id: string }[],
-): Promise<Map<string, ObjectPlacement>> {
+export async function loadPlacements(ctx: LookupContext, wanted: { type: ResourceType; id: string }[]): Promise<Map<string, ObjectPlacement>> {
   const byType = new Map<ResourceType, string[]>();
   for (const { type, id } of wanted) byType.set(type, [...(byType.get(type) ?? []), id]);
 

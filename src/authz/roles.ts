@@ -79,9 +79,7 @@ export const SITE_ROLES = {
  * Applied to service accounts on top of their roles: a site-level deny, so no role can give a system user what
  * docs/authorization.md withholds from it (sending custom notifications).
  */
-export const SYSTEM_USER_RESTRICTIONS: readonly Permission[] = [
-  { type: "notification_message", actions: ["create"], negate: true },
-];
+export const SYSTEM_USER_RESTRICTIONS: readonly Permission[] = [{ type: "notification_message", actions: ["create"], negate: true }];
 
 /** Organization roles of docs/authorization.md. `organization-member` is implicit for every member of the organization. */
 export const ORG_ROLES = {

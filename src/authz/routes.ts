@@ -2,15 +2,15 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { requireAuth } from "../auth/session";
 import { dbFor } from "../db/session";
-import type { AppEnv } from "../http/types";
 import { validationFailed } from "../http/errors";
 import { canonicalId } from "../http/ids";
+import type { AppEnv } from "../http/types";
 import { jsonBody, toValidations } from "../http/validate";
 import { describeRoute } from "../openapi/describe";
 import { named } from "../openapi/registry";
 import { AuthorizationResponse, ExternalAPIKeyScopes } from "../openapi/responses";
 import { EXTERNAL_SCOPES, isAction, isResourceType } from "./catalog";
-import { authorize, type AuthzObject } from "./evaluate";
+import { type AuthzObject, authorize } from "./evaluate";
 import { loadPlacements } from "./resources";
 
 const MAX_CHECKS = 100;

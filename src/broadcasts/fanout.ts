@@ -1,18 +1,18 @@
 import { and, asc, eq, gt, gte, isNull, lt, sql } from "drizzle-orm";
 import { getConfig } from "../config/config";
-import { database, type Database } from "../db/client";
+import { type Database, database } from "../db/client";
 import {
+  type BroadcastRow,
   broadcastBatches,
   broadcastIdempotencyKeys,
-  broadcasts,
   broadcastShards,
+  broadcasts,
+  type MessageRow,
   notificationMessages,
   notificationPreferences,
   notificationTemplates,
-  users,
-  type BroadcastRow,
-  type MessageRow,
   type TemplateRow,
+  users,
 } from "../db/schema";
 import type { BroadcastQueueMessage, Env } from "../env";
 import { derivedUuid, nowIso } from "../lib/crypto";

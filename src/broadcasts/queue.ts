@@ -2,13 +2,13 @@ import type { BroadcastQueueMessage, Env } from "../env";
 import { limiter } from "../lib/limit";
 import {
   BROADCAST_DEAD_LETTER_QUEUE,
+  type DeliveryStep,
   deadLetterSteps,
   deliverSteps,
   NotifierPaused,
+  type ResolveStep,
   RPCS_IN_FLIGHT,
   resolveStep,
-  type DeliveryStep,
-  type ResolveStep,
 } from "./fanout";
 
 /** While the notifier is paused, a delivery step waits on the queue this long before it looks again. */
@@ -59,7 +59,15 @@ async function resolve(env: Env, message: Message<ResolveStep>): Promise<void> {
 async function deliver(env: Env, messages: Message<DeliveryStep>[]): Promise<void> {
   if (messages.length === 0) return;
   try {
-    const failed = new Set((await deliverSteps(env, messages.map((m) => m.body), limiter(RPCS_IN_FLIGHT))).map((f) => f.step));
+    const failed = new Set(
+      (
+        await deliverSteps(
+          env,
+          messages.map((m) => m.body),
+          limiter(RPCS_IN_FLIGHT),
+        )
+      ).map((f) => f.step),
+    );
     for (const message of messages) {
       if (failed.has(message.body)) message.retry();
       else message.ack();

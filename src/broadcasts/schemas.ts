@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { ASSIGNABLE_SITE_ROLES } from "../authz/roles";
-import { timestamp } from "../openapi/responses";
 import { uuid } from "../http/ids";
 import { notificationContent, readAwareDelay } from "../notifications/schemas";
 import { described, named } from "../openapi/registry";
+import { timestamp } from "../openapi/responses";
 
 /** The most user ids one broadcast may name (docs/broadcasts.md). */
 const MAX_LISTED_RECIPIENTS = 1000;
@@ -18,10 +18,7 @@ const audience = described(
   z.union([
     z.strictObject({ all: z.literal(true) }),
     z.strictObject({
-      user_ids: z
-        .array(uuid)
-        .min(1, "name at least one user")
-        .max(MAX_LISTED_RECIPIENTS, `at most ${MAX_LISTED_RECIPIENTS} user ids`),
+      user_ids: z.array(uuid).min(1, "name at least one user").max(MAX_LISTED_RECIPIENTS, `at most ${MAX_LISTED_RECIPIENTS} user ids`),
     }),
     z.strictObject({ roles: z.array(z.enum(AUDIENCE_ROLES)).min(1, "name at least one role").max(AUDIENCE_ROLES.length) }),
     z.strictObject({ organization_id: uuid }),
@@ -89,7 +86,7 @@ export const listBroadcastsQuery = z.strictObject({
 
 const BroadcastSummary = named(
   "BroadcastSummary",
-  BroadcastProgress.extend({ title: described("The content's title, as stored (trimmed); `\"\"` when only a message was sent.", z.string()) }),
+  BroadcastProgress.extend({ title: described('The content\'s title, as stored (trimmed); `""` when only a message was sent.', z.string()) }),
 );
 
 export const ListBroadcastsResponse = named(

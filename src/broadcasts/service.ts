@@ -2,8 +2,8 @@ import { and, count, desc, eq, gt, sql } from "drizzle-orm";
 import type { Context } from "hono";
 import { auditInsert } from "../audit/log";
 import type { Database } from "../db/client";
+import { type BroadcastAudience, broadcastBatches, broadcastIdempotencyKeys, broadcastShards, broadcasts, organizations, users } from "../db/schema";
 import { dbFor } from "../db/session";
-import { broadcastBatches, broadcastIdempotencyKeys, broadcasts, broadcastShards, organizations, users, type BroadcastAudience } from "../db/schema";
 import { validationFailed } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { nowIso, uuidv7 } from "../lib/crypto";
@@ -42,7 +42,10 @@ async function replayed(db: Database, callerId: string, key: string, at: number)
 async function countAudience(db: Database, audience: BroadcastAudience, createdAt: string): Promise<number> {
   const counted = db.select({ n: count() }).from(users).where(audienceCondition(audience, createdAt));
   if ("organization_id" in audience) {
-    const [[total], found] = await db.batch([counted, db.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, audience.organization_id))]);
+    const [[total], found] = await db.batch([
+      counted,
+      db.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, audience.organization_id)),
+    ]);
     if (found.length === 0) throw validationFailed([{ field: "audience.organization_id", detail: BroadcastMessages.unknownOrganization }]);
     return total?.n ?? 0;
   }
@@ -50,7 +53,9 @@ async function countAudience(db: Database, audience: BroadcastAudience, createdA
     const listed = sql`${users.id} IN (SELECT value FROM json_each(${JSON.stringify(audience.user_ids)}))`;
     const [[total], found] = await db.batch([counted, db.select({ id: users.id }).from(users).where(listed)]);
     const known = new Set(found.map((u) => u.id));
-    const unknown = audience.user_ids.flatMap((id, i) => (known.has(id) ? [] : [{ field: `audience.user_ids.${i}`, detail: BroadcastMessages.unknownUser }]));
+    const unknown = audience.user_ids.flatMap((id, i) =>
+      known.has(id) ? [] : [{ field: `audience.user_ids.${i}`, detail: BroadcastMessages.unknownUser }],
+    );
     if (unknown.length > 0) throw validationFailed(unknown);
     return total?.n ?? 0;
   }
@@ -83,13 +88,15 @@ export async function createBroadcast(c: Context<AppEnv>, body: CreateBroadcast,
       ? []
       : [
           // A key older than the window is free again.
-          db.delete(broadcastIdempotencyKeys).where(
-            and(
-              eq(broadcastIdempotencyKeys.createdBy, caller),
-              eq(broadcastIdempotencyKeys.key, key),
-              sql`${broadcastIdempotencyKeys.createdAt} <= ${nowIso(at - KEY_WINDOW_MS)}`,
+          db
+            .delete(broadcastIdempotencyKeys)
+            .where(
+              and(
+                eq(broadcastIdempotencyKeys.createdBy, caller),
+                eq(broadcastIdempotencyKeys.key, key),
+                sql`${broadcastIdempotencyKeys.createdAt} <= ${nowIso(at - KEY_WINDOW_MS)}`,
+              ),
             ),
-          ),
           db.insert(broadcastIdempotencyKeys).values({ createdBy: caller, key, broadcastId: id, recipients, createdAt }),
         ];
   try {
@@ -172,7 +179,10 @@ export async function listBroadcasts(db: Database, startingBefore: string | unde
       ? undefined
       : sql`(${broadcasts.createdAt}, ${broadcasts.id}) < (SELECT created_at, id FROM broadcasts WHERE id = ${startingBefore})`;
   const [cursor, page] = await db.batch([
-    db.select({ id: broadcasts.id }).from(broadcasts).where(eq(broadcasts.id, startingBefore ?? "")),
+    db
+      .select({ id: broadcasts.id })
+      .from(broadcasts)
+      .where(eq(broadcasts.id, startingBefore ?? "")),
     db
       .select({
         broadcast: broadcasts,

@@ -2,8 +2,8 @@ import { hc } from "hono/client";
 import type { HeraldApi } from "../app";
 import { BOOKMARK_HEADER, laterBookmark } from "../db/bookmark";
 
-export { watchInbox } from "./watch";
 export type { ChangeFrame, InboxChange, NotificationFrame, WatchHandle, WatchInboxOptions, WatchStatus, WatchStopReason } from "./watch";
+export { watchInbox } from "./watch";
 
 export interface ClientOptions {
   /** The service's origin, e.g. "https://herald.example.com". */

@@ -1,9 +1,9 @@
 import type { z } from "zod";
 import type { Env } from "../env";
-import { parseMailbox, type Mailbox } from "../notifications/email/address";
+import { type Mailbox, parseMailbox } from "../notifications/email/address";
 import { configSchema } from "./schema";
 
-export { CONFIG_KEYS,  } from "./schema";
+export { CONFIG_KEYS } from "./schema";
 
 export type Config = z.output<typeof configSchema> & {
   /** Origin of ACCESS_URL, e.g. "https://herald.example.com". */
@@ -43,7 +43,10 @@ export function getConfig(env: Env): Config {
     ...parsed.data,
     origin: url.origin,
     secure: url.protocol === "https:",
-    emailFrom: (parsed.data.EMAIL_FROM && parseMailbox(parsed.data.EMAIL_FROM)) || { name: "Herald", address: `noreply@${ipLiteral ? "localhost" : host}` },
+    emailFrom: (parsed.data.EMAIL_FROM && parseMailbox(parsed.data.EMAIL_FROM)) || {
+      name: "Herald",
+      address: `noreply@${ipLiteral ? "localhost" : host}`,
+    },
     emailHello: parsed.data.EMAIL_HELLO ?? ipLiteral ?? host,
   };
   cache.set(env, config);

@@ -37,77 +37,85 @@ const optionalText = z
 
 export const configSchema = z
   .object({
-  ACCESS_URL: z.url({ protocol: /^https?$/ }).default("http://localhost:8787"),
-  SECRET_KEY: z.string().min(32, "must be at least 32 characters of random data"),
-  SESSION_DURATION: duration("24h"),
-  /** The absolute lifetime of a login session: sliding on use never takes it past this age (ASVS 7.3.2). */
-  SESSION_MAX_LIFETIME: duration("720h"),
-  /** How long an isolate may reuse what it loaded for a token (0s disables): bounds revocation delay elsewhere. */
-  AUTH_CACHE_TTL: z
-    .string()
-    .default("5s")
-    .transform((text, ctx) => {
-      const ms = parseDuration(text);
-      if (ms === undefined || ms < 0 || ms > 60_000) {
-        ctx.addIssue({ code: "custom", message: `"${text}" must be a duration from 0s to 60s` });
-        return z.NEVER;
-      }
-      return ms;
-    }),
-  TOKEN_MAX_LIFETIME: duration("720h").refine((ms) => ms <= TOKEN_LIFETIME_CEILING_MS, "must be at most 8760h (365 days)"),
-  /** How many named API tokens one user may hold. */
-  TOKEN_MAX_PER_USER: z.coerce.number().int().min(1).max(10_000).default(100),
-  PASSWORD_AUTH_DISABLED: bool(false),
-  OTP_TTL: duration("10m"),
-  CORS_ALLOWED_ORIGINS: z
-    .string()
-    .default("")
-    .transform((v) =>
-      v
-        .split(",")
-        .map((o) => o.trim().replace(/\/$/, ""))
-        .filter((o) => o !== ""),
-    ),
-  NOTIFICATIONS_METHOD: z.enum(["smtp", "webhook"]).default("smtp"),
-  /**
-   * How long a message keeps being retried after temporary failures before it fails for good: Postfix's
-   * `maximal_queue_lifetime` (docs/email.md). Replaces the first tranche's attempt count, which lost mail in a
-   * one-minute outage.
-   */
-  NOTIFICATIONS_MAX_AGE: duration("5d"),
-  /** First retry delay; each later attempt doubles it (with jitter), capped at an hour. */
-  NOTIFICATIONS_RETRY_BASE: duration("5s"),
-  NOTIFICATIONS_WEBHOOK_URL: optionalText,
-  NOTIFICATIONS_WEBHOOK_SECRET: optionalText,
-  /** `Display Name <address>` or a bare address; the envelope sender is always the bare address. */
-  EMAIL_FROM: optionalText,
-  /** The name Herald gives in EHLO; defaults to ACCESS_URL's host (docs/email.md). */
-  EMAIL_HELLO: optionalText,
-  EMAIL_SMARTHOST: optionalText,
-  EMAIL_USERNAME: optionalText,
-  EMAIL_PASSWORD: optionalText,
-  /**
-   * `starttls` (default: upgrade, and refuse to authenticate or send when the server does not offer it), `tls`
-   * (implicit TLS, port 465) or `none` (plain text, for a relay on a trusted network).
-   */
-  EMAIL_TLS: z.enum(["starttls", "tls", "none", ""]).default("starttls").transform((v) => (v === "" ? "starttls" : v)),
-  OIDC_ISSUER_URL: optionalText,
-  OIDC_CLIENT_ID: optionalText,
-  OIDC_CLIENT_SECRET: optionalText,
-  OIDC_ALLOW_SIGNUPS: bool(false),
-  /** The OIDC button's text and icon, as Coder's `signInText` / `iconUrl` (GET /users/authmethods). */
-  OIDC_SIGN_IN_TEXT: optionalText,
-  OIDC_ICON_URL: optionalText,
-  /** Comma-separated e-mail domains allowed to sign in through OIDC; empty allows any verified e-mail. */
-  OIDC_EMAIL_DOMAIN: z
-    .string()
-    .default("")
-    .transform((v) => v.split(",").map((d) => d.trim().toLowerCase()).filter((d) => d !== "")),
-  GITHUB_CLIENT_ID: optionalText,
-  GITHUB_CLIENT_SECRET: optionalText,
-  /** GitHub's web (authorize, token) and API base URLs; configurable for GitHub Enterprise and for tests. */
-  GITHUB_WEB_URL: z.url({ protocol: /^https?$/ }).default("https://github.com"),
-  GITHUB_API_URL: z.url({ protocol: /^https?$/ }).default("https://api.github.com"),
+    ACCESS_URL: z.url({ protocol: /^https?$/ }).default("http://localhost:8787"),
+    SECRET_KEY: z.string().min(32, "must be at least 32 characters of random data"),
+    SESSION_DURATION: duration("24h"),
+    /** The absolute lifetime of a login session: sliding on use never takes it past this age (ASVS 7.3.2). */
+    SESSION_MAX_LIFETIME: duration("720h"),
+    /** How long an isolate may reuse what it loaded for a token (0s disables): bounds revocation delay elsewhere. */
+    AUTH_CACHE_TTL: z
+      .string()
+      .default("5s")
+      .transform((text, ctx) => {
+        const ms = parseDuration(text);
+        if (ms === undefined || ms < 0 || ms > 60_000) {
+          ctx.addIssue({ code: "custom", message: `"${text}" must be a duration from 0s to 60s` });
+          return z.NEVER;
+        }
+        return ms;
+      }),
+    TOKEN_MAX_LIFETIME: duration("720h").refine((ms) => ms <= TOKEN_LIFETIME_CEILING_MS, "must be at most 8760h (365 days)"),
+    /** How many named API tokens one user may hold. */
+    TOKEN_MAX_PER_USER: z.coerce.number().int().min(1).max(10_000).default(100),
+    PASSWORD_AUTH_DISABLED: bool(false),
+    OTP_TTL: duration("10m"),
+    CORS_ALLOWED_ORIGINS: z
+      .string()
+      .default("")
+      .transform((v) =>
+        v
+          .split(",")
+          .map((o) => o.trim().replace(/\/$/, ""))
+          .filter((o) => o !== ""),
+      ),
+    NOTIFICATIONS_METHOD: z.enum(["smtp", "webhook"]).default("smtp"),
+    /**
+     * How long a message keeps being retried after temporary failures before it fails for good: Postfix's
+     * `maximal_queue_lifetime` (docs/email.md). Replaces the first tranche's attempt count, which lost mail in a
+     * one-minute outage.
+     */
+    NOTIFICATIONS_MAX_AGE: duration("5d"),
+    /** First retry delay; each later attempt doubles it (with jitter), capped at an hour. */
+    NOTIFICATIONS_RETRY_BASE: duration("5s"),
+    NOTIFICATIONS_WEBHOOK_URL: optionalText,
+    NOTIFICATIONS_WEBHOOK_SECRET: optionalText,
+    /** `Display Name <address>` or a bare address; the envelope sender is always the bare address. */
+    EMAIL_FROM: optionalText,
+    /** The name Herald gives in EHLO; defaults to ACCESS_URL's host (docs/email.md). */
+    EMAIL_HELLO: optionalText,
+    EMAIL_SMARTHOST: optionalText,
+    EMAIL_USERNAME: optionalText,
+    EMAIL_PASSWORD: optionalText,
+    /**
+     * `starttls` (default: upgrade, and refuse to authenticate or send when the server does not offer it), `tls`
+     * (implicit TLS, port 465) or `none` (plain text, for a relay on a trusted network).
+     */
+    EMAIL_TLS: z
+      .enum(["starttls", "tls", "none", ""])
+      .default("starttls")
+      .transform((v) => (v === "" ? "starttls" : v)),
+    OIDC_ISSUER_URL: optionalText,
+    OIDC_CLIENT_ID: optionalText,
+    OIDC_CLIENT_SECRET: optionalText,
+    OIDC_ALLOW_SIGNUPS: bool(false),
+    /** The OIDC button's text and icon, as Coder's `signInText` / `iconUrl` (GET /users/authmethods). */
+    OIDC_SIGN_IN_TEXT: optionalText,
+    OIDC_ICON_URL: optionalText,
+    /** Comma-separated e-mail domains allowed to sign in through OIDC; empty allows any verified e-mail. */
+    OIDC_EMAIL_DOMAIN: z
+      .string()
+      .default("")
+      .transform((v) =>
+        v
+          .split(",")
+          .map((d) => d.trim().toLowerCase())
+          .filter((d) => d !== ""),
+      ),
+    GITHUB_CLIENT_ID: optionalText,
+    GITHUB_CLIENT_SECRET: optionalText,
+    /** GitHub's web (authorize, token) and API base URLs; configurable for GitHub Enterprise and for tests. */
+    GITHUB_WEB_URL: z.url({ protocol: /^https?$/ }).default("https://github.com"),
+    GITHUB_API_URL: z.url({ protocol: /^https?$/ }).default("https://api.github.com"),
   })
   .superRefine((c, ctx) => {
     if (c.NOTIFICATIONS_METHOD === "webhook" && !c.NOTIFICATIONS_WEBHOOK_URL) {

@@ -1,15 +1,15 @@
 import type { ComponentChildren } from "preact";
 import { useEffect } from "preact/hooks";
+import { AccountPage } from "./account/account";
+import { PreferencesPage } from "./account/preferences";
 import { AdminBroadcastsPage } from "./admin/broadcasts";
 import { AdminMessagesPage } from "./admin/messages";
 import { AdminNotifierPage } from "./admin/notifier";
 import { AdminTemplatesPage } from "./admin/templates";
 import { AdminUsersPage } from "./admin/users";
-import { AccountPage } from "./account/account";
-import { PreferencesPage } from "./account/preferences";
 import { onSignedOut } from "./api";
-import { InboxPage } from "./inbox/page";
 import { connection, startLive, stopLive, unreadCount } from "./inbox/live";
+import { InboxPage } from "./inbox/page";
 import { href, navigate, type Route, useRoute } from "./router";
 import { isAdmin, type Me, refreshSession, session, signOut } from "./session";
 import { ResetPasswordPage } from "./signin/reset-password";

@@ -14,7 +14,9 @@ export const users = sqliteTable(
     /** PHC string (argon2id, or an imported Coder pbkdf2-sha256 hash); null for users without a password. */
     hashedPassword: text("hashed_password"),
     loginType: text("login_type", { enum: ["password", "oidc", "github", "none"] }).notNull(),
-    status: text("status", { enum: ["active", "suspended"] }).notNull().default("active"),
+    status: text("status", { enum: ["active", "suspended"] })
+      .notNull()
+      .default("active"),
     /** Site roles besides the implicit `member` (JSON array). */
     roles: text("roles", { mode: "json" }).$type<string[]>().notNull().default(sql`'[]'`),
     /** Service accounts: no password sign-in, no custom notifications (docs/authorization.md). */
@@ -112,8 +114,12 @@ export const notificationTemplates = sqliteTable("notification_templates", {
   actions: text("actions").notNull().default("[]"),
   group: text("group").notNull(),
   /** "" means the deployment's NOTIFICATIONS_METHOD. */
-  method: text("method", { enum: ["", "smtp", "webhook"] }).notNull().default(""),
-  kind: text("kind", { enum: ["system", "custom"] }).notNull().default("system"),
+  method: text("method", { enum: ["", "smtp", "webhook"] })
+    .notNull()
+    .default(""),
+  kind: text("kind", { enum: ["system", "custom"] })
+    .notNull()
+    .default("system"),
   enabledByDefault: integer("enabled_by_default", { mode: "boolean" }).notNull().default(true),
   /** Security notices and the passcode: delivered whatever the user's preferences say. */
   mandatory: integer("mandatory", { mode: "boolean" }).notNull().default(false),
@@ -172,10 +178,7 @@ export const notificationMessages = sqliteTable(
      */
     sendIfUnread: integer("send_if_unread", { mode: "boolean" }).notNull().default(false),
   },
-  (t) => [
-    index("messages_status_created").on(t.status, t.createdAt),
-    index("messages_user").on(t.userId, t.createdAt),
-  ],
+  (t) => [index("messages_status_created").on(t.status, t.createdAt), index("messages_user").on(t.userId, t.createdAt)],
 );
 
 /**

@@ -2,7 +2,7 @@ import type { Context, Hono, MiddlewareHandler } from "hono";
 import { writableHeaders } from "../http/middleware";
 import type { AppEnv } from "../http/types";
 import { acceptedBookmark, BOOKMARK_HEADER, laterBookmark } from "./bookmark";
-import { database, type Database } from "./client";
+import { type Database, database } from "./client";
 
 /**
  * Where a request's D1 session began (docs/consistency.md): at the primary (`first-primary`), wherever is nearest

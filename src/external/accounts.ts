@@ -1,14 +1,14 @@
 import { and, eq, gt, inArray, isNull } from "drizzle-orm";
 import type { Context } from "hono";
 import { auditInsert } from "../audit/log";
+import { commitAccountChanges, convertLogin } from "../auth/account-changes";
 import { AuthMessages } from "../auth/messages";
 import type { Database } from "../db/client";
+import { loginConversions, organizationMembers, type UserRow, userLinks, users } from "../db/schema";
 import { dbFor } from "../db/session";
-import { loginConversions, organizationMembers, userLinks, users, type UserRow } from "../db/schema";
 import { ApiError, conflict, forbidden, Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { hmacHex, nowIso, randomAlphanumeric } from "../lib/crypto";
-import { commitAccountChanges, convertLogin } from "../auth/account-changes";
 import { enqueueNotification } from "../notifications/enqueue";
 import { TEMPLATE_IDS } from "../notifications/templates";
 import { defaultOrganizationId, findLiveUserByEmail, isUniqueViolation } from "../users/service";

@@ -22,10 +22,7 @@ function configuration(config: Config): Promise<client.Configuration> {
         // Plain http is accepted only for an issuer on this machine (config validation enforces the same). The ID
         // token's signature is checked against the issuer's JWKS, not only trusted for arriving over TLS from the
         // token endpoint (docs/security.md, V6.8 and V9.1).
-        execute: [
-          client.enableNonRepudiationChecks,
-          ...(issuer.protocol === "http:" && isLoopback(issuer) ? [client.allowInsecureRequests] : []),
-        ],
+        execute: [client.enableNonRepudiationChecks, ...(issuer.protocol === "http:" && isLoopback(issuer) ? [client.allowInsecureRequests] : [])],
       })
       .catch((error: unknown) => {
         configurations.delete(key);
@@ -86,11 +83,7 @@ export const oidcProvider: ExternalProvider = {
     // Fix (issue 5 review): a verification flag counts only for the address it came with. Before, userinfo's e-mail
     // could be paired with the ID token's email_verified for another address.
     const verified =
-      info.email !== undefined && info.email_verified !== undefined
-        ? info.email_verified
-        : claims.email === email
-          ? claims.email_verified
-          : false;
+      info.email !== undefined && info.email_verified !== undefined ? info.email_verified : claims.email === email ? claims.email_verified : false;
     return {
       issuer: oidc.serverMetadata().issuer,
       subject: claims.sub,

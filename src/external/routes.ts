@@ -1,29 +1,29 @@
 import { eq } from "drizzle-orm";
-import { Hono, type Context } from "hono";
+import { type Context, Hono } from "hono";
 import * as client from "openid-client";
 import { z } from "zod";
 import { auditInsert } from "../audit/log";
+import { commitAccountChanges, endKeys } from "../auth/account-changes";
 import { setSessionCookie } from "../auth/cookies";
 import { issueKey, loginSessionLifetime } from "../auth/keys";
 import { AuthMessages } from "../auth/messages";
 import { verifyPassword } from "../auth/passwords/hash";
 import { limitPerAccount, limitPerIp } from "../auth/rate-limit";
-import { commitAccountChanges, endKeys } from "../auth/account-changes";
 import { presentedSession, requireAuth } from "../auth/session";
 import { assertCan } from "../authz/guard";
-import { dbFor } from "../db/session";
 import { apiKeys, loginConversions } from "../db/schema";
+import { dbFor } from "../db/session";
 import { ApiError, badRequest, forbidden, Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
+import { nowIso, randomAlphanumeric } from "../lib/crypto";
 import { describeRoute, errors, LOCATION, RATE, SET_SESSION_COOKIE, USER_404 } from "../openapi/describe";
 import { described, named } from "../openapi/registry";
 import { OAuthConversionResponse } from "../openapi/responses";
-import { nowIso, randomAlphanumeric } from "../lib/crypto";
 import { resolveUser } from "../users/resolve";
 import { userPath } from "../users/schemas";
 import { completeConversion, conversionStateHmac, resolveExternalUser } from "./accounts";
-import { clearSignedCookie, CONVERSION_COOKIE, FLOW_COOKIE, readSignedCookie, setSignedCookie } from "./cookies";
+import { CONVERSION_COOKIE, clearSignedCookie, FLOW_COOKIE, readSignedCookie, setSignedCookie } from "./cookies";
 import { githubProvider } from "./github";
 import { ExternalMessages } from "./messages";
 import { oidcProvider } from "./oidc";
@@ -143,7 +143,8 @@ async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query:
 function callback(provider: ExternalProvider) {
   return async (c: Context<AppEnv>) => {
     await limitPerIp(c, "external-login");
-    if (!provider.configured(c.get("config"))) throw badRequest(ExternalMessages.notConfigured(provider.type === "oidc" ? "OpenID Connect" : "GitHub"));
+    if (!provider.configured(c.get("config")))
+      throw badRequest(ExternalMessages.notConfigured(provider.type === "oidc" ? "OpenID Connect" : "GitHub"));
     const query = new URL(c.req.url).searchParams;
     return query.has("code") || query.has("error") ? finishFlow(c, provider, query) : startFlow(c, provider, query);
   };

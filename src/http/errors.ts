@@ -78,13 +78,11 @@ export class ApiError extends Error {
 export const badRequest = (message: string, options?: { detail?: string; validations?: FieldValidation[]; event?: SecurityEvent }) =>
   new ApiError(400, message, options);
 
-export const validationFailed = (validations: FieldValidation[]) =>
-  new ApiError(400, Messages.validation, { validations });
+export const validationFailed = (validations: FieldValidation[]) => new ApiError(400, Messages.validation, { validations });
 
 export const unauthorized = (detail: string) => new ApiError(401, Messages.signedOut, { detail });
 
-export const forbidden = (message: string = Messages.forbidden, detail?: string) =>
-  new ApiError(403, message, detail ? { detail } : {});
+export const forbidden = (message: string = Messages.forbidden, detail?: string) => new ApiError(403, message, detail ? { detail } : {});
 
 export const notFound = () => new ApiError(404, Messages.notFoundOrNoAccess);
 

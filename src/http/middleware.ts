@@ -127,8 +127,7 @@ export const handleError: ErrorHandler<AppEnv> = (error, c) => {
 export function methodNotAllowedIn(app: Hono<AppEnv>): MiddlewareHandler<AppEnv> {
   return methodNotAllowed({
     app,
-    onMethodNotAllowed: (c, methods) =>
-      c.json(new ApiError(405, Messages.methodNotAllowed).body(), 405, { Allow: methods.join(", ") }),
+    onMethodNotAllowed: (c, methods) => c.json(new ApiError(405, Messages.methodNotAllowed).body(), 405, { Allow: methods.join(", ") }),
   });
 }
 

@@ -1,8 +1,8 @@
-import type { Config } from "../config/config";
-import type { Env } from "../env";
 import type { AuthContext } from "../auth/session";
+import type { Config } from "../config/config";
 import type { Database } from "../db/client";
 import type { SessionStart } from "../db/session";
+import type { Env } from "../env";
 
 /** Hono environment shared by every sub-app: bindings plus per-request variables. */
 export interface AppEnv {

@@ -2,7 +2,7 @@ import { zValidator } from "@hono/zod-validator";
 import type { MiddlewareHandler } from "hono";
 import type { z } from "zod";
 import { documents } from "../openapi/describe";
-import { badRequest, validationFailed, type FieldValidation } from "./errors";
+import { badRequest, type FieldValidation, validationFailed } from "./errors";
 import type { AppEnv } from "./types";
 
 /** Turns zod issues into docs/api.md (Conventions) `validations`: one entry per bad field, `field` being its JSON path. */

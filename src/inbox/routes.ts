@@ -1,5 +1,4 @@
-import { Hono, type Context, type TypedResponse } from "hono";
-import type { InboxNotification } from "./model";
+import { type Context, Hono, type TypedResponse } from "hono";
 import { offeredProtocols, requireAuth, WATCH_PROTOCOL } from "../auth/session";
 import { assertCan } from "../authz/guard";
 import { badRequest, Messages, notFound, validationFailed } from "../http/errors";
@@ -14,6 +13,7 @@ import {
   UpdateInboxNotificationReadStatusResponse,
 } from "../openapi/responses";
 import { InboxMessages } from "./messages";
+import type { InboxNotification } from "./model";
 import {
   archiveStatusBody,
   bulkBody,

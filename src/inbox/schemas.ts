@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { described, named } from "../openapi/registry";
 import { uuid } from "../http/ids";
+import { described, named } from "../openapi/registry";
 import { BULK_ACTIONS } from "./states";
 
 /** Filters are kept in each watch socket's attachment (2 KiB at most), which bounds how many ids a filter holds. */

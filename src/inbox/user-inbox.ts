@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, lte, min, sql } from "drizzle-orm";
-import { drizzle, type DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import { type DrizzleSqliteDODatabase, drizzle } from "drizzle-orm/durable-sqlite";
 import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import migrations from "../../drizzle/inbox/migrations.js";
 import { database } from "../db/client";
@@ -9,19 +9,19 @@ import { inSlices } from "../db/slices";
 import type { Env } from "../env";
 import { nowIso } from "../lib/crypto";
 import { InboxMessages } from "./messages";
-import { fallbackIcon, toInboxNotification, type InboxDelivery, type InboxNotification, type ListFilter, type WatchFormat } from "./model";
+import { fallbackIcon, type InboxDelivery, type InboxNotification, type ListFilter, toInboxNotification, type WatchFormat } from "./model";
 import * as schema from "./schema";
-import { emailDecisions, inboxCounters, inboxEvents, inboxNotifications, inboxTemplateCounts, type InboxRow } from "./schema";
-import { applyAction, changed, contribution, type BulkAction, type ChangedFields, type InboxAction } from "./states";
+import { emailDecisions, type InboxRow, inboxCounters, inboxEvents, inboxNotifications, inboxTemplateCounts } from "./schema";
+import { applyAction, type BulkAction, type ChangedFields, changed, contribution, type InboxAction } from "./states";
 import {
   AFTER_SEQ_AHEAD,
   CLOSE_RESYNC,
   CLOSE_SESSION_ENDED,
   frameFor,
-  sendOrClose,
-  WATCH_HEADER,
   type InboxEvent,
   type SequencedEvent,
+  sendOrClose,
+  WATCH_HEADER,
   type WatchAttachment,
   type WatchRequest,
 } from "./watch";

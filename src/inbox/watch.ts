@@ -1,6 +1,6 @@
 import { markdownToPlaintext } from "../markdown/plaintext";
 import { InboxMessages } from "./messages";
-import { matchesFilter, type InboxFilter, type InboxNotification, type WatchFormat } from "./model";
+import { type InboxFilter, type InboxNotification, matchesFilter, type WatchFormat } from "./model";
 import type { ChangedFields } from "./states";
 
 /** Internal header carrying the validated watch request from the Worker to the object (never from a client). */

@@ -3,7 +3,10 @@ import { hmacHex, timingSafeEqualText } from "./crypto";
 const encoder = new TextEncoder();
 
 function toBase64Url(text: string): string {
-  return btoa(String.fromCharCode(...encoder.encode(text))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return btoa(String.fromCharCode(...encoder.encode(text)))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
 }
 
 function fromBase64Url(text: string): string {

@@ -8,7 +8,9 @@ import { safeHref } from "./links";
  */
 export function markdownToPlaintext(markdown: string): string {
   const blocks = new Lexer({ gfm: true }).lex(markdown);
-  return renderBlocks(blocks).replace(/\n{3,}/g, "\n\n").trim();
+  return renderBlocks(blocks)
+    .replace(/\n{3,}/g, "\n\n")
+    .trim();
 }
 
 function renderBlocks(tokens: Token[]): string {

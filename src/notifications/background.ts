@@ -2,8 +2,8 @@ import { and, asc, eq, inArray, isNull, lt, lte, or } from "drizzle-orm";
 import { purgePasscodeMails } from "../auth/password-reset";
 import { database } from "../db/client";
 import { notificationMessages } from "../db/schema";
-import type { Env, NotificationQueueMessage } from "../env";
 import { inSlices } from "../db/slices";
+import type { Env, NotificationQueueMessage } from "../env";
 import { nowIso } from "../lib/crypto";
 import { dispatchMessage, kickMessages } from "./dispatch";
 import { readPaused } from "./settings";
@@ -99,10 +99,7 @@ async function purgeFinished(env: Env): Promise<void> {
   await database(env.DB)
     .delete(notificationMessages)
     .where(
-      and(
-        inArray(notificationMessages.status, [...FINISHED_STATUSES]),
-        lt(notificationMessages.updatedAt, nowIso(Date.now() - PURGE_AFTER_MS)),
-      ),
+      and(inArray(notificationMessages.status, [...FINISHED_STATUSES]), lt(notificationMessages.updatedAt, nowIso(Date.now() - PURGE_AFTER_MS))),
     );
 }
 

@@ -1,12 +1,12 @@
 import { and, eq, isNull, lte, or, sql } from "drizzle-orm";
-import { getConfig, type Config } from "../config/config";
-import { database, type Database } from "../db/client";
-import { notificationMessages, notificationTemplates, users, type DispatchMethod, type MessageRow, type TemplateRow } from "../db/schema";
+import { type Config, getConfig } from "../config/config";
+import { type Database, database } from "../db/client";
+import { type DispatchMethod, type MessageRow, notificationMessages, notificationTemplates, type TemplateRow, users } from "../db/schema";
 import type { Env, NotificationQueueMessage } from "../env";
 import { nowIso } from "../lib/crypto";
 import { sendToInbox } from "./channels/inbox";
 import { sendEmail } from "./channels/smtp";
-import { DeliveryError, type Channel } from "./channels/types";
+import { type Channel, DeliveryError } from "./channels/types";
 import { sendWebhook } from "./channels/webhook";
 import { renderTemplate } from "./render";
 import { unseal } from "./sealed";

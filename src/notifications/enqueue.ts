@@ -1,15 +1,15 @@
 import { and, eq } from "drizzle-orm";
-import { getConfig, type Config } from "../config/config";
-import { database, type Database } from "../db/client";
+import { type Config, getConfig } from "../config/config";
+import { type Database, database } from "../db/client";
 import {
+  type DispatchMethod,
+  type MessageRow,
   notificationMessages,
   notificationPreferences,
   notificationTemplates,
-  users,
-  type DispatchMethod,
-  type MessageRow,
   type TemplateRow,
   type UserRow,
+  users,
 } from "../db/schema";
 import type { Env } from "../env";
 import type { Background } from "../lib/background";
@@ -90,7 +90,12 @@ export function isReadAware(method: DispatchMethod, delayMs: number, hasInboxCop
  * `db` is a request's own D1 session when the client may read the message log back (docs/consistency.md): its answer's
  * bookmark then covers these rows. Producers off the request path use the binding itself.
  */
-export async function enqueueNotification(env: Env, background: Background, request: EnqueueRequest, db: Database = database(env.DB)): Promise<MessageRow[]> {
+export async function enqueueNotification(
+  env: Env,
+  background: Background,
+  request: EnqueueRequest,
+  db: Database = database(env.DB),
+): Promise<MessageRow[]> {
   const config = getConfig(env);
   const [templates, recipients, preferences, paused] = await db.batch([
     db.select().from(notificationTemplates).where(eq(notificationTemplates.id, request.templateId)),

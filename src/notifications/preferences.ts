@@ -1,22 +1,22 @@
 import { asc, eq, inArray } from "drizzle-orm";
-import { Hono, type Context } from "hono";
+import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { requireAuth } from "../auth/session";
 import { can } from "../authz/guard";
 import type { Database } from "../db/client";
+import { notificationPreferences, notificationTemplates, type UserRow } from "../db/schema";
 import { dbFor } from "../db/session";
 import { inSlices } from "../db/slices";
-import { notificationPreferences, notificationTemplates, type UserRow } from "../db/schema";
 import { forbidden, Messages, validationFailed } from "../http/errors";
 import { canonicalId } from "../http/ids";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
-import { describeRoute, errors, USER_404, type Errors } from "../openapi/describe";
-import { NotificationPreference } from "../openapi/responses";
-import { userPath } from "../users/schemas";
 import { nowIso } from "../lib/crypto";
+import { describeRoute, type Errors, errors, USER_404 } from "../openapi/describe";
+import { NotificationPreference } from "../openapi/responses";
 import { resolveUser } from "../users/resolve";
+import { userPath } from "../users/schemas";
 import { NotificationsMessages } from "./messages";
 import { preferencesBody } from "./schemas";
 

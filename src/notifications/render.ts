@@ -56,9 +56,7 @@ export function parseActions(json: string): { label: string; url: string }[] {
   try {
     const parsed: unknown = JSON.parse(json);
     if (!Array.isArray(parsed)) return [];
-    return parsed.filter(
-      (a): a is { label: string; url: string } => typeof a?.label === "string" && typeof a?.url === "string",
-    );
+    return parsed.filter((a): a is { label: string; url: string } => typeof a?.label === "string" && typeof a?.url === "string");
   } catch {
     return [];
   }

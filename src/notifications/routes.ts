@@ -1,12 +1,12 @@
 import { and, asc, count, desc, eq, type SQL } from "drizzle-orm";
-import { Hono, type Context } from "hono";
+import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { requireAuth } from "../auth/session";
 import { assertCan, assertScope, can } from "../authz/guard";
-import { dbFor } from "../db/session";
-import { notificationMessages, notificationTemplates, type MessageRow, type TemplateRow } from "../db/schema";
 import { formatDuration } from "../config/duration";
+import { type MessageRow, notificationMessages, notificationTemplates, type TemplateRow } from "../db/schema";
+import { dbFor } from "../db/session";
 import { ApiError, badRequest, forbidden, Messages, notFound } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody, pathParams, queryParams } from "../http/validate";

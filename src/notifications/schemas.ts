@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { parseDuration } from "../config/duration";
-import { described, named } from "../openapi/registry";
 import { DISPATCH_METHODS, MESSAGE_STATUSES } from "../db/schema";
 import { uuid } from "../http/ids";
+import { described, named } from "../openapi/registry";
 
 const CUSTOM_TITLE_MAX = 120;
 const CUSTOM_MESSAGE_MAX = 2000;

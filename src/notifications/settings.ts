@@ -20,8 +20,5 @@ export async function readPaused(db: Database): Promise<boolean> {
 export function writePaused(db: Database, paused: boolean) {
   const value = paused ? "true" : "false";
   const updatedAt = nowIso();
-  return db
-    .insert(siteConfig)
-    .values({ key: PAUSED, value, updatedAt })
-    .onConflictDoUpdate({ target: siteConfig.key, set: { value, updatedAt } });
+  return db.insert(siteConfig).values({ key: PAUSED, value, updatedAt }).onConflictDoUpdate({ target: siteConfig.key, set: { value, updatedAt } });
 }

@@ -1,7 +1,7 @@
 import { and, inArray, type SQL } from "drizzle-orm";
 import type { SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
 import type { Database } from "../db/client";
-import { MESSAGE_STATUSES, notificationMessages, type MessageStatus } from "../db/schema";
+import { MESSAGE_STATUSES, type MessageStatus, notificationMessages } from "../db/schema";
 import { nowIso } from "../lib/crypto";
 
 /**

@@ -126,8 +126,7 @@ export const noPermission = (what: string): Errors => ({ 403: `The caller may no
 
 export const SET_SESSION_COOKIE: Record<string, HeaderObject> = {
   "Set-Cookie": {
-    description:
-      "`service_session_token` (`__Host-service_session_token` on https): HttpOnly, SameSite=Lax, Path=/, Secure on https.",
+    description: "`service_session_token` (`__Host-service_session_token` on https): HttpOnly, SameSite=Lax, Path=/, Secure on https.",
     schema: { type: "string" },
   },
 };

@@ -4,16 +4,7 @@ import { refuseCrossSite, requireAuth } from "../auth/session";
 import { BOOKMARK_HEADER, BOOKMARK_PATTERN } from "../db/bookmark";
 import { Messages } from "../http/errors";
 import { MAX_BODY_BYTES } from "../http/limits";
-import {
-  errors,
-  ROUTE_DOC,
-  VALIDATES,
-  type ErrorStatus,
-  type Errors,
-  type RouteDoc,
-  type SuccessResponse,
-  type ValidatorDoc,
-} from "./describe";
+import { type ErrorStatus, type Errors, errors, ROUTE_DOC, type RouteDoc, type SuccessResponse, VALIDATES, type ValidatorDoc } from "./describe";
 import { components, namedSchemas } from "./registry";
 import type {
   HttpMethod,
@@ -110,10 +101,16 @@ const AUTH_401 = `No valid credential (missing, malformed, unknown, wrong secret
 function impliedErrors(op: Operation): Errors {
   const write = op.method !== "get";
   return errors(
-    op.body ? { 400: `The body is not JSON (\`${Messages.badJson}\`) or fails validation (\`${Messages.validation}\` with one \`validations\` entry per bad field).` } : {},
+    op.body
+      ? {
+          400: `The body is not JSON (\`${Messages.badJson}\`) or fails validation (\`${Messages.validation}\` with one \`validations\` entry per bad field).`,
+        }
+      : {},
     op.query ? { 400: `A query parameter is invalid or unknown (\`${Messages.validation}\` with \`validations\`).` } : {},
     op.headers ? { 400: `A header parameter is malformed (\`${Messages.validation}\` with \`validations\`).` } : {},
-    op.pathParams && op.doc.pathParams === undefined ? { 400: `A path parameter is malformed (\`${Messages.validation}\` with \`validations\`).` } : {},
+    op.pathParams && op.doc.pathParams === undefined
+      ? { 400: `A path parameter is malformed (\`${Messages.validation}\` with \`validations\`).` }
+      : {},
     op.authenticated ? { 401: AUTH_401 } : {},
     op.authenticated ? { 403: "The credential's scopes (an API token made with `scopes`) do not allow this." } : {},
     op.authenticated && write ? { 403: "Authenticated by cookie but without an allowed `Origin`." } : {},
@@ -261,7 +258,6 @@ export function operationsOf(routes: readonly RouterRoute[]): Operation[] {
   return out;
 }
 
-
 /** `HEAD` mirrors a `GET`: same parameters and statuses, no body. */
 function headOf(get: OperationObject): OperationObject {
   const responses: Record<string, ResponseObject | Reference> = {};
@@ -272,7 +268,13 @@ function headOf(get: OperationObject): OperationObject {
       responses[status] = rest;
     }
   }
-  return { ...get, operationId: `${get.operationId}Head`, summary: `Headers only: ${get.summary}`, description: "As `GET`, without the body.", responses };
+  return {
+    ...get,
+    operationId: `${get.operationId}Head`,
+    summary: `Headers only: ${get.summary}`,
+    description: "As `GET`, without the body.",
+    responses,
+  };
 }
 
 /** `OPTIONS` on any `/api` path: the CORS preflight, answered before routing. */

@@ -1,10 +1,10 @@
 import { z } from "zod";
 import type { PolicyResult } from "../auth/passwords/policy";
+import { DISPATCH_METHODS, MESSAGE_STATUSES } from "../db/schema";
 import type { InboxNotification as InboxNotificationType } from "../inbox/model";
 import type { InboxCounts } from "../inbox/user-inbox";
 import type { toTemplateResponse } from "../notifications/routes";
 import type { UserResponse } from "../users/service";
-import { DISPATCH_METHODS, MESSAGE_STATUSES } from "../db/schema";
 import { described, named } from "./registry";
 
 /**

@@ -7,12 +7,14 @@ declare module "@zxcvbn-ts/language-common/dist/passwords.json.mjs" {
 
 declare module "@zxcvbn-ts/language-common/dist/adjacencyGraphs.json.mjs" {
   import type { OptionsGraph } from "@zxcvbn-ts/core";
+
   const adjacencyGraphs: OptionsGraph;
   export default adjacencyGraphs;
 }
 
 declare module "@zxcvbn-ts/language-en/dist/translations.mjs" {
   import type { TranslationKeys } from "@zxcvbn-ts/core";
+
   const translations: TranslationKeys;
   export default translations;
 }

@@ -1,7 +1,7 @@
 import { and, eq, ne, sql } from "drizzle-orm";
 import type { Context } from "hono";
 import { database } from "../db/client";
-import { users, type UserRow } from "../db/schema";
+import { type UserRow, users } from "../db/schema";
 import type { AppEnv } from "../http/types";
 import type { Background } from "../lib/background";
 import { enqueueNotification } from "../notifications/enqueue";

@@ -1,30 +1,30 @@
-import { and, asc, count, eq, sql, type SQL } from "drizzle-orm";
-import { Hono, type Context } from "hono";
+import { and, asc, count, eq, type SQL, sql } from "drizzle-orm";
+import { type Context, Hono } from "hono";
 import { auditInsert } from "../audit/log";
+import { commitAccountChanges, deleteAccount, setPassword, setRoles, setStatus } from "../auth/account-changes";
+import { AuthMessages } from "../auth/messages";
 import { hashPassword, verifyPassword } from "../auth/passwords/hash";
 import { limitSensitive } from "../auth/rate-limit";
 import { refuseCrossSite, requireAuth } from "../auth/session";
 import { assertCan, assertScope, can } from "../authz/guard";
 import type { Database } from "../db/client";
+import { organizationMembers, organizations, type UserRow, users } from "../db/schema";
 import { dbFor, readFresh } from "../db/session";
-import { organizationMembers, organizations, users, type UserRow } from "../db/schema";
 import { ApiError, badRequest, conflict, forbidden, Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
-import { describeRoute, errors, NO_BODY, noPermission, RATE, USER_404, type Errors } from "../openapi/describe";
-import { CreateFirstUserResponse, GetUsersResponse, ResponseBody, User } from "../openapi/responses";
 import { nowIso } from "../lib/crypto";
-import { commitAccountChanges, deleteAccount, setPassword, setRoles, setStatus } from "../auth/account-changes";
-import { AuthMessages } from "../auth/messages";
+import { describeRoute, type Errors, errors, NO_BODY, noPermission, RATE, USER_404 } from "../openapi/describe";
+import { CreateFirstUserResponse, GetUsersResponse, ResponseBody, User } from "../openapi/responses";
 import { notifyAccountEvent, sendPasswordChangedNotice } from "./events";
 import { UserMessages } from "./messages";
 import { resolveUser } from "./resolve";
-import { parseUserSearch, searchFilters } from "./search";
 import { changePasswordBody, createFirstUserBody, createUserBody, listUsersQuery, updateRolesBody, userPath } from "./schemas";
+import { parseUserSearch, searchFilters } from "./search";
 import {
-  DEFAULT_ORG_NAME,
   assertPasswordPolicy,
   assertUnique,
+  DEFAULT_ORG_NAME,
   defaultOrganizationId,
   isUniqueViolation,
   organizationIdsOf,

@@ -1,4 +1,4 @@
-import { inArray, or, sql, type SQL } from "drizzle-orm";
+import { inArray, or, type SQL, sql } from "drizzle-orm";
 import { ASSIGNABLE_SITE_ROLES } from "../authz/roles";
 import { users } from "../db/schema";
 import { UserMessages } from "./messages";
@@ -42,7 +42,10 @@ function terms(query: string): string[] {
 }
 
 function oneOf<T extends string>(key: string, value: string, allowed: readonly T[], problems: string[]): T[] {
-  const values = value.toLowerCase().split(",").filter((v) => v !== "");
+  const values = value
+    .toLowerCase()
+    .split(",")
+    .filter((v) => v !== "");
   if (values.length === 0) problems.push(UserMessages.searchNeedsValue(key, allowed));
   const known = values.filter((v): v is T => (allowed as readonly string[]).includes(v));
   for (const v of values) if (!known.includes(v as T)) problems.push(UserMessages.searchBadValue(v, key, allowed));
@@ -88,7 +91,10 @@ export function searchFilters(search: UserSearch): SQL[] {
   if (search.loginTypes.length > 0) filters.push(inArray(users.loginType, search.loginTypes));
   // Every user is a member, so `role:member` narrows nothing.
   if (search.roles.length > 0 && !search.roles.includes("member")) {
-    const roles = sql.join(search.roles.map((role) => sql`${role}`), sql`, `);
+    const roles = sql.join(
+      search.roles.map((role) => sql`${role}`),
+      sql`, `,
+    );
     filters.push(sql`EXISTS (SELECT 1 FROM json_each(${users.roles}) WHERE value IN (${roles}))`);
   }
   return filters;

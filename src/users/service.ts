@@ -1,10 +1,10 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import { AuthMessages } from "../auth/messages";
 import { checkPasswordPolicy } from "../auth/passwords/policy";
-import { SITE_ROLES, isSiteRole } from "../authz/roles";
+import { isSiteRole, SITE_ROLES } from "../authz/roles";
 import type { Database } from "../db/client";
+import { organizationMembers, organizations, type UserRow, users } from "../db/schema";
 import { inSlices } from "../db/slices";
-import { organizationMembers, organizations, users, type UserRow } from "../db/schema";
 import { ApiError, badRequest, conflict } from "../http/errors";
 import { UserMessages } from "./messages";
 

@@ -1,5 +1,5 @@
-import { Hono } from "hono";
 import type { Context } from "hono";
+import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../http/types";
 import { describeRoute } from "../openapi/describe";
@@ -76,7 +76,11 @@ export const webRoutes = new Hono<AppEnv>()
   // The links of the password e-mails (the seeded templates, Coder's paths) open the dashboard's reset page.
   .get(
     "/reset-password",
-    pageDoc("resetPasswordPage", "The dashboard, opened on its password reset page", "Where the Password changed e-mail's link points (docs/dashboard.md#pages)."),
+    pageDoc(
+      "resetPasswordPage",
+      "The dashboard, opened on its password reset page",
+      "Where the Password changed e-mail's link points (docs/dashboard.md#pages).",
+    ),
     dashboardPage,
   )
   .get(

@@ -16,7 +16,7 @@ import { database } from "../../src/db/client";
 import { apiKeys, auditLogs } from "../../src/db/schema";
 import type { Env } from "../../src/env";
 import { apiRequest, type CallOptions, createUser, fetchApp, json, login, owner, type TestUser } from "../helpers";
-import { deliver, watch, type Watcher } from "../inbox/inbox-helpers";
+import { deliver, type Watcher, watch } from "../inbox/inbox-helpers";
 
 const closed = (ws: WebSocket) => new Promise<CloseEvent>((resolve) => ws.addEventListener("close", resolve, { once: true }));
 
@@ -83,14 +83,17 @@ const CASES: Case[] = [
   {
     name: "PUT /users/{user}/password by an owner",
     act: async (u, admin) =>
-      expect((await call("PUT", `/users/${u.id}/password`, { token: admin.token, body: { password: `Another-${crypto.randomUUID()}` } })).status).toBe(204),
+      expect(
+        (await call("PUT", `/users/${u.id}/password`, { token: admin.token, body: { password: `Another-${crypto.randomUUID()}` } })).status,
+      ).toBe(204),
     revoked: ["token", "second", "apiToken"],
   },
   {
     name: "PUT /users/me/password (the caller's own session survives)",
     act: async (u) =>
       expect(
-        (await call("PUT", "/users/me/password", { token: u.token, body: { old_password: u.password, password: `Another-${crypto.randomUUID()}` } })).status,
+        (await call("PUT", "/users/me/password", { token: u.token, body: { old_password: u.password, password: `Another-${crypto.randomUUID()}` } }))
+          .status,
       ).toBe(204),
     revoked: ["second", "apiToken"],
   },
@@ -98,7 +101,9 @@ const CASES: Case[] = [
     name: "POST /users/otp/change-password (a reset ends everything)",
     act: async (u) => {
       const code = await issuePasscode(database(env.DB), getConfig(env as unknown as Env), u.id);
-      const res = await call("POST", "/users/otp/change-password", { body: { email: u.email, one_time_passcode: code, password: `Another-${crypto.randomUUID()}` } });
+      const res = await call("POST", "/users/otp/change-password", {
+        body: { email: u.email, one_time_passcode: code, password: `Another-${crypto.randomUUID()}` },
+      });
       expect(res.status).toBe(204);
     },
     revoked: ["token", "second", "apiToken"],
@@ -121,14 +126,18 @@ const CASES: Case[] = [
   {
     name: "POST /users/login over a session cookie (the old session is replaced)",
     act: async (u) => {
-      const res = await call("POST", "/users/login", { headers: { Cookie: `service_session_token=${u.second}` }, body: { email: u.email, password: u.password } });
+      const res = await call("POST", "/users/login", {
+        headers: { Cookie: `service_session_token=${u.second}` },
+        body: { email: u.email, password: u.password },
+      });
       expect(res.status).toBe(201);
     },
     revoked: ["second"],
   },
   {
     name: "PUT /users/{user}/roles (credentials stand)",
-    act: async (u, admin) => expect((await call("PUT", `/users/${u.id}/roles`, { token: admin.token, body: { roles: ["auditor"] } })).status).toBe(200),
+    act: async (u, admin) =>
+      expect((await call("PUT", `/users/${u.id}/roles`, { token: admin.token, body: { roles: ["auditor"] } })).status).toBe(200),
     revoked: [],
   },
 ];
@@ -153,7 +162,12 @@ describe("every account or key change revokes exactly what it ended, at once", (
 
       const credentials = ["token", "second", "apiToken"] as const;
       const expected = credentials.map((which) => (testCase.revoked.includes(which) ? 4401 : "open"));
-      expect(await fates(credentials.map((which) => sockets[which]), user.id)).toEqual(expected);
+      expect(
+        await fates(
+          credentials.map((which) => sockets[which]),
+          user.id,
+        ),
+      ).toEqual(expected);
       const statuses = await Promise.all(credentials.map((which) => meStatus(user[which])));
       expect(statuses, "each credential on the next request").toEqual(credentials.map((which) => (testCase.revoked.includes(which) ? 401 : 200)));
     });
@@ -162,7 +176,8 @@ describe("every account or key change revokes exactly what it ended, at once", (
   it("a role change is seen on the very next request with the same credential", async () => {
     const admin = await owner();
     const user = await createUser();
-    const roles = async () => (await json<{ roles: { name: string }[] }>(await call("GET", "/users/me", { token: user.token }))).roles.map((r) => r.name);
+    const roles = async () =>
+      (await json<{ roles: { name: string }[] }>(await call("GET", "/users/me", { token: user.token }))).roles.map((r) => r.name);
     expect(await roles()).toEqual([]);
     expect((await call("PUT", `/users/${user.id}/roles`, { token: admin.token, body: { roles: ["auditor"] } })).status).toBe(200);
     expect(await roles()).toEqual(["auditor"]);
@@ -190,7 +205,22 @@ describe("commitAccountChanges", () => {
       c,
       db,
       [endKeys(db, user.id, eq(apiKeys.id, second.split("-")[0] ?? "")), setRoles(db, user.id, ["auditor"], new Date().toISOString())],
-      [db.insert(auditLogs).values({ id: auditId, time: new Date().toISOString(), userId: null, action: "test", resourceType: "user", resourceId: user.id, diff: {}, ip: "", requestId: "" }).returning({ id: auditLogs.id })] as const,
+      [
+        db
+          .insert(auditLogs)
+          .values({
+            id: auditId,
+            time: new Date().toISOString(),
+            userId: null,
+            action: "test",
+            resourceType: "user",
+            resourceId: user.id,
+            diff: {},
+            ip: "",
+            requestId: "",
+          })
+          .returning({ id: auditLogs.id }),
+      ] as const,
     );
     expect(results).toEqual([[{ id: auditId }]]);
     const expected: Revocation[] = [
@@ -238,7 +268,17 @@ describe("commitAccountChanges", () => {
     const db = database(env.DB);
     const { c } = context();
     const clash = crypto.randomUUID();
-    const row = { id: clash, time: new Date().toISOString(), userId: null, action: "test", resourceType: "user", resourceId: user.id, diff: {}, ip: "", requestId: "" };
+    const row = {
+      id: clash,
+      time: new Date().toISOString(),
+      userId: null,
+      action: "test",
+      resourceType: "user",
+      resourceId: user.id,
+      diff: {},
+      ip: "",
+      requestId: "",
+    };
     await db.insert(auditLogs).values(row);
     // The duplicate audit id fails the batch after the key delete ran inside it: the transaction rolls back.
     await expect(commitAccountChanges(c, db, [endKeys(db, user.id)], [db.insert(auditLogs).values(row)] as const)).rejects.toThrow();

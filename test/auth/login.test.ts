@@ -5,7 +5,7 @@ import { AuthMessages } from "../../src/auth/messages";
 import { hashPassword } from "../../src/auth/passwords/hash";
 import { Messages } from "../../src/http/errors";
 import { coderHash } from "../fixtures/coder-hash";
-import { call, createUser, expectError, json, login, owner, fetchApp } from "../helpers";
+import { call, createUser, expectError, fetchApp, json, login, owner } from "../helpers";
 
 describe("A3 POST /users/login (SPEC §3)", () => {
   it("answers 201 with a session token and sets the HttpOnly SameSite=Lax cookie", async () => {
@@ -50,12 +50,12 @@ describe("A3 POST /users/login (SPEC §3)", () => {
     const admin = await owner();
     const user = await createUser();
     expect((await call("PUT", `/users/${user.id}/status/suspend`, { token: admin.token })).status).toBe(200);
+    await expectError(await call("POST", "/users/login", { body: { email: user.email, password: user.password } }), 401, AuthMessages.suspended);
     await expectError(
-      await call("POST", "/users/login", { body: { email: user.email, password: user.password } }),
+      await call("POST", "/users/login", { body: { email: user.email, password: "not-the-password" } }),
       401,
-      AuthMessages.suspended,
+      AuthMessages.incorrectLogin,
     );
-    await expectError(await call("POST", "/users/login", { body: { email: user.email, password: "not-the-password" } }), 401, AuthMessages.incorrectLogin);
     // Suspension also ends existing sessions.
     await expectError(await call("GET", "/users/me", { token: user.token }), 401);
   });
@@ -67,7 +67,9 @@ describe("A3 POST /users/login (SPEC §3)", () => {
     expect(res.status).toBe(201);
     const { id } = await json<{ id: string }>(res);
     // Such users normally have no password (so they get the 401); give one a hash directly to reach the 403.
-    await env.DB.prepare("UPDATE users SET hashed_password = ? WHERE id = ?").bind(await hashPassword("some-password-value"), id).run();
+    await env.DB.prepare("UPDATE users SET hashed_password = ? WHERE id = ?")
+      .bind(await hashPassword("some-password-value"), id)
+      .run();
     await expectError(
       await call("POST", "/users/login", { body: { email, password: "some-password-value" } }),
       403,
@@ -97,7 +99,11 @@ describe("A3 POST /users/login (SPEC §3)", () => {
     const me = await json<{ email: string; login_type: string; service_account: boolean }>(await call("GET", "/users/me", { token: svc.token }));
     expect(me.login_type).toBe("none");
     expect(me.service_account).toBe(true);
-    await expectError(await call("POST", "/users/login", { body: { email: `${svc.username}@herald.test`, password: "anything-at-all" } }), 401, AuthMessages.incorrectLogin);
+    await expectError(
+      await call("POST", "/users/login", { body: { email: `${svc.username}@herald.test`, password: "anything-at-all" } }),
+      401,
+      AuthMessages.incorrectLogin,
+    );
   });
 
   it("rate limits per account and client with 429 and Retry-After", async () => {
@@ -125,7 +131,10 @@ describe("A3 POST /users/login (SPEC §3)", () => {
       limited = res.status === 429;
     }
     expect(limited).toBe(true);
-    const owner = await call("POST", "/users/login", { headers: { "CF-Connecting-IP": "203.0.113.7" }, body: { email: user.email, password: user.password } });
+    const owner = await call("POST", "/users/login", {
+      headers: { "CF-Connecting-IP": "203.0.113.7" },
+      body: { email: user.email, password: user.password },
+    });
     expect(owner.status).toBe(201);
   });
 
@@ -215,10 +224,20 @@ describe("sign-in refuses another site (login CSRF)", () => {
   it("A4 and the first user: an Origin that is not allowed → 403", async () => {
     await owner();
     await expectError(
-      await call("POST", "/users/otp/change-password", { headers: { Origin: EVIL }, body: { email: "a@herald.test", one_time_passcode: crypto.randomUUID(), password: "violet-anchor-mountain-73" } }),
+      await call("POST", "/users/otp/change-password", {
+        headers: { Origin: EVIL },
+        body: { email: "a@herald.test", one_time_passcode: crypto.randomUUID(), password: "violet-anchor-mountain-73" },
+      }),
       403,
       Messages.forbidden,
     );
-    await expectError(await call("POST", "/users/first", { headers: { Origin: EVIL }, body: { email: "x@herald.test", username: "x", password: "violet-anchor-mountain-73" } }), 403, Messages.forbidden);
+    await expectError(
+      await call("POST", "/users/first", {
+        headers: { Origin: EVIL },
+        body: { email: "x@herald.test", username: "x", password: "violet-anchor-mountain-73" },
+      }),
+      403,
+      Messages.forbidden,
+    );
   });
 });

@@ -1,8 +1,8 @@
 import commonPasswords from "@zxcvbn-ts/language-common/dist/passwords.json.mjs";
 import { describe, expect, it } from "vitest";
+import { AuthMessages } from "../../src/auth/messages";
 import { CURRENT_ARGON2_PARAMS, hashPassword, verifyPassword } from "../../src/auth/passwords/hash";
 import { checkPasswordPolicy } from "../../src/auth/passwords/policy";
-import { AuthMessages } from "../../src/auth/messages";
 import { coderHash } from "../fixtures/coder-hash";
 
 const STRONG = "mellow orbit cactus lantern";
@@ -29,8 +29,7 @@ describe("hashPassword / verifyPassword", () => {
   it("hashes every UTF-8 byte of non-ASCII passwords (standard argon2id output)", async () => {
     const password = "p\u00e4ssw\u00f6rd-\u{1F600}-\u03A9";
     // Computed with Node's crypto.argon2Sync (OpenSSL) for this password and the salt "herald-test-salt".
-    const reference =
-      "$argon2id$v=19$m=19456,t=2,p=1$aGVyYWxkLXRlc3Qtc2FsdA$YsWShMIJEXZkkRCPmSgHBIpSjODHuzBrBOqTSWsTNXY";
+    const reference = "$argon2id$v=19$m=19456,t=2,p=1$aGVyYWxkLXRlc3Qtc2FsdA$YsWShMIJEXZkkRCPmSgHBIpSjODHuzBrBOqTSWsTNXY";
     expect((await verifyPassword(reference, password)).valid).toBe(true);
     // Same UTF-16 length, same first bytes: a truncating implementation would accept this.
     expect((await verifyPassword(reference, "p\u00e4ssw\u00f6rd-\u{1F600}-X")).valid).toBe(false);

@@ -3,10 +3,10 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { claimPasscodeMail, PASSCODE_MAILS } from "../../src/auth/password-reset";
 import { database } from "../../src/db/client";
-import { handleScheduled } from "../../src/notifications/background";
 import type { Env } from "../../src/env";
-import { TEMPLATE_IDS } from "../../src/notifications/templates";
 import { Messages } from "../../src/http/errors";
+import { handleScheduled } from "../../src/notifications/background";
+import { TEMPLATE_IDS } from "../../src/notifications/templates";
 import { UserMessages } from "../../src/users/messages";
 import { BASE, call, createUser, expectError, fetchApp } from "../helpers";
 import { waitFor } from "../peers";
@@ -25,13 +25,17 @@ async function untilLimited(send: () => Promise<Response>, tries = 24): Promise<
 describe("per-user limits on password checks and credentials (10 a minute)", () => {
   it("POST /users/validate-password", async () => {
     const user = await createUser();
-    const limited = await untilLimited(() => call("POST", "/users/validate-password", { token: user.token, body: { password: "candidate-password-1" } }));
+    const limited = await untilLimited(() =>
+      call("POST", "/users/validate-password", { token: user.token, body: { password: "candidate-password-1" } }),
+    );
     expect((await expectError(limited, 429)).message).toBe(Messages.rateLimited(10, "1m0s"));
   });
 
   it("PUT /users/me/password: the old password cannot be guessed without limit", async () => {
     const user = await createUser();
-    const limited = await untilLimited(() => call("PUT", "/users/me/password", { token: user.token, body: { old_password: "a-wrong-guess-99", password: "violet-anchor-mountain-73" } }));
+    const limited = await untilLimited(() =>
+      call("PUT", "/users/me/password", { token: user.token, body: { old_password: "a-wrong-guess-99", password: "violet-anchor-mountain-73" } }),
+    );
     await expectError(limited, 429);
   });
 
@@ -68,7 +72,11 @@ describe("per-user limits on password checks and credentials (10 a minute)", () 
 
 describe("passcode mail per address: 5 an hour, 10 a day, over sliding windows", () => {
   const passcodeMails = async (userId: string) =>
-    (await env.DB.prepare("SELECT count(*) AS n FROM notification_messages WHERE user_id = ? AND template_id = ?").bind(userId, TEMPLATE_IDS.oneTimePasscode).first<{ n: number }>())?.n ?? 0;
+    (
+      await env.DB.prepare("SELECT count(*) AS n FROM notification_messages WHERE user_id = ? AND template_id = ?")
+        .bind(userId, TEMPLATE_IDS.oneTimePasscode)
+        .first<{ n: number }>()
+    )?.n ?? 0;
 
   it("requests past the hourly cap still answer 204 and send nothing more", async () => {
     const user = await createUser();
@@ -85,7 +93,9 @@ describe("passcode mail per address: 5 an hour, 10 a day, over sliding windows",
     const user = await createUser();
     const twoHoursAgo = new Date(Date.now() - 2 * 3600_000).toISOString();
     for (let i = 0; i < PASSCODE_MAILS.perDay; i++) {
-      await env.DB.prepare("INSERT INTO passcode_mails (id, user_id, sent_at) VALUES (?, ?, ?)").bind(crypto.randomUUID(), user.id, twoHoursAgo).run();
+      await env.DB.prepare("INSERT INTO passcode_mails (id, user_id, sent_at) VALUES (?, ?, ?)")
+        .bind(crypto.randomUUID(), user.id, twoHoursAgo)
+        .run();
     }
     expect((await call("POST", "/users/otp/request", { body: { email: user.email } })).status).toBe(204);
     await new Promise((r) => setTimeout(r, 300));
@@ -97,7 +107,8 @@ describe("passcode mail per address: 5 an hour, 10 a day, over sliding windows",
     const user = await createUser();
     const now = Date.now();
     const at = (msAgo: number) => new Date(now - msAgo).toISOString();
-    const record = (msAgo: number) => env.DB.prepare("INSERT INTO passcode_mails (id, user_id, sent_at) VALUES (?, ?, ?)").bind(crypto.randomUUID(), user.id, at(msAgo)).run();
+    const record = (msAgo: number) =>
+      env.DB.prepare("INSERT INTO passcode_mails (id, user_id, sent_at) VALUES (?, ?, ?)").bind(crypto.randomUUID(), user.id, at(msAgo)).run();
     for (let i = 0; i < PASSCODE_MAILS.perHour - 1; i++) await record(60_000);
     await record(61 * 60_000);
     // Four in the last hour: one more fits.

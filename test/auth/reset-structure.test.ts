@@ -54,7 +54,8 @@ describe("A4 does the same work for every e-mail", () => {
     expect(await checkResetAttempt(rightCode.checks, attempt)).toEqual({ outcome: "accepted", user: ACCOUNT });
     expect(await checkResetAttempt(notPassword.checks, attempt)).toEqual({ outcome: "incorrect" });
     const steps = (calls: string[]) => calls.map((c) => c.replace(/\(.*\)/, ""));
-    for (const { calls } of [unknown, wrongCode, rightCode, notPassword]) expect(steps(calls)).toEqual(["findAccount", "verifyPassword", "passcodeMatches"]);
+    for (const { calls } of [unknown, wrongCode, rightCode, notPassword])
+      expect(steps(calls)).toEqual(["findAccount", "verifyPassword", "passcodeMatches"]);
     // The unknown e-mail hashes against the dummy and checks a passcode no row can have; nothing is spent on a real account.
     expect(unknown.calls).toEqual(["findAccount", "verifyPassword(dummy)", "passcodeMatches(nobody)"]);
     expect(wrongCode.calls).toEqual(["findAccount", "verifyPassword(account hash)", "passcodeMatches(account)"]);

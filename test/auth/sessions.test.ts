@@ -2,10 +2,12 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { AuthMessages } from "../../src/auth/messages";
 import { Messages } from "../../src/http/errors";
-import { call, createUser, expectError, json, login, owner, fetchApp } from "../helpers";
+import { call, createUser, expectError, fetchApp, json, login, owner } from "../helpers";
 
 async function keyRow(token: string) {
-  return env.DB.prepare("SELECT * FROM api_keys WHERE id = ?").bind(token.slice(0, 10)).first<{ last_used: string; expires_at: string; hashed_secret: string }>();
+  return env.DB.prepare("SELECT * FROM api_keys WHERE id = ?")
+    .bind(token.slice(0, 10))
+    .first<{ last_used: string; expires_at: string; hashed_secret: string }>();
 }
 
 describe("SPEC §2 credentials", () => {
@@ -38,7 +40,9 @@ describe("SPEC §2 credentials", () => {
       const body = await expectError(await call("GET", "/users/me", { headers }), 401, Messages.signedOut);
       expect(body.detail).toBe(AuthMessages.badCredential);
     }
-    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), user.token.slice(0, 10)).run();
+    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), user.token.slice(0, 10))
+      .run();
     const expired = await expectError(await call("GET", "/users/me", { token: user.token }), 401, Messages.signedOut);
     expect(expired.detail).toBe(AuthMessages.badCredential);
   });
@@ -142,7 +146,9 @@ describe("a sign-in replaces the session it was made from (ASVS 7.2.4)", () => {
     expect(await keyRow(user.token)).toBeNull();
     await expectError(await call("GET", "/users/me", { token: user.token }), 401);
     expect((await call("GET", "/users/me", { token: fresh })).status).toBe(200);
-    const audit = await env.DB.prepare("SELECT diff FROM audit_logs WHERE action = 'login' AND resource_id = ?").bind(fresh.slice(0, 10)).first<{ diff: string }>();
+    const audit = await env.DB.prepare("SELECT diff FROM audit_logs WHERE action = 'login' AND resource_id = ?")
+      .bind(fresh.slice(0, 10))
+      .first<{ diff: string }>();
     expect(JSON.parse(audit?.diff ?? "{}")).toEqual({ replaced: user.token.slice(0, 10) });
   });
 
@@ -155,7 +161,8 @@ describe("a sign-in replaces the session it was made from (ASVS 7.2.4)", () => {
 
   it("leaves API tokens, wrong secrets and tokens sent in a header alone", async () => {
     const user = await createUser();
-    const apiToken = (await json<{ key: string }>(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "kept" } }))).key;
+    const apiToken = (await json<{ key: string }>(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "kept" } })))
+      .key;
     expect((await loginWith(user, cookie(apiToken))).status).toBe(201);
     expect((await call("GET", "/users/me", { token: apiToken })).status).toBe(200);
     // The right key id with a wrong secret: whoever sent it does not hold that session, so it is not theirs to end.
@@ -196,7 +203,8 @@ describe("login sessions: list and end (ASVS 7.5.2, 7.4.5)", () => {
   it("except_current=true signs out every other device and keeps the caller and the API tokens", async () => {
     const user = await createUser();
     const other = await login(user.email, user.password);
-    const apiToken = (await json<{ key: string }>(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "kept" } }))).key;
+    const apiToken = (await json<{ key: string }>(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "kept" } })))
+      .key;
     expect((await call("DELETE", "/users/me/keys/sessions?except_current=true", { token: user.token })).status).toBe(204);
     await expectError(await call("GET", "/users/me", { token: other }), 401);
     for (const token of [user.token, apiToken]) expect((await call("GET", "/users/me", { token })).status).toBe(200);
@@ -206,11 +214,15 @@ describe("login sessions: list and end (ASVS 7.5.2, 7.4.5)", () => {
   it("without it every session ends, the caller's too, and a cookie caller's cookie is cleared", async () => {
     const user = await createUser();
     const other = await login(user.email, user.password);
-    const res = await call("DELETE", "/users/me/keys/sessions", { headers: { Cookie: `service_session_token=${user.token}`, Origin: "http://localhost" } });
+    const res = await call("DELETE", "/users/me/keys/sessions", {
+      headers: { Cookie: `service_session_token=${user.token}`, Origin: "http://localhost" },
+    });
     expect(res.status).toBe(204);
     expect(res.headers.get("Set-Cookie")).toMatch(/service_session_token=;/);
     for (const token of [user.token, other]) await expectError(await call("GET", "/users/me", { token }), 401);
-    const audit = await env.DB.prepare("SELECT diff FROM audit_logs WHERE action = 'end_sessions' AND resource_id = ?").bind(user.id).first<{ diff: string }>();
+    const audit = await env.DB.prepare("SELECT diff FROM audit_logs WHERE action = 'end_sessions' AND resource_id = ?")
+      .bind(user.id)
+      .first<{ diff: string }>();
     expect(JSON.parse(audit?.diff ?? "{}")).toEqual({ except_current: false });
   });
 
@@ -239,13 +251,18 @@ describe("logout", () => {
 describe("API tokens", () => {
   it("creates, lists and deletes named tokens with scopes and lifetimes", async () => {
     const user = await createUser();
-    const created = await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "ci", lifetime: 3600, scopes: ["user:read"] } });
+    const created = await call("POST", "/users/me/keys/tokens", {
+      token: user.token,
+      body: { token_name: "ci", lifetime: 3600, scopes: ["user:read"] },
+    });
     expect(created.status).toBe(201);
     const { key } = await json<{ key: string }>(created);
     expect(key).toMatch(/^[0-9A-Za-z]{10}-[0-9A-Za-z]{22}$/);
     await expectError(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "ci" } }), 409);
 
-    const list = await json<{ id: string; token_name: string; scopes: string[]; lifetime_seconds: number }[]>(await call("GET", "/users/me/keys/tokens", { token: user.token }));
+    const list = await json<{ id: string; token_name: string; scopes: string[]; lifetime_seconds: number }[]>(
+      await call("GET", "/users/me/keys/tokens", { token: user.token }),
+    );
     expect(list).toHaveLength(1);
     expect(list[0]).toMatchObject({ id: key.slice(0, 10), token_name: "ci", scopes: ["user:read"], lifetime_seconds: 3600 });
     expect(JSON.stringify(list)).not.toContain(key.slice(11));
@@ -261,8 +278,13 @@ describe("API tokens", () => {
 
   it("a token never mints a token that outlives it: an explicit longer lifetime is 400, the default is cut to what is left", async () => {
     const user = await createUser();
-    const parent = (await json<{ key: string }>(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "parent", lifetime: 60 } }))).key;
-    const longer = await expectError(await call("POST", "/users/me/keys/tokens", { token: parent, body: { token_name: "child", lifetime: 30 * 86400 } }), 400);
+    const parent = (
+      await json<{ key: string }>(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "parent", lifetime: 60 } }))
+    ).key;
+    const longer = await expectError(
+      await call("POST", "/users/me/keys/tokens", { token: parent, body: { token_name: "child", lifetime: 30 * 86400 } }),
+      400,
+    );
     expect(longer.validations?.[0]).toMatchObject({ field: "lifetime" });
     expect(longer.validations?.[0]?.detail).toMatch(/cannot outlive the token that creates it/);
     const child = (await json<{ key: string }>(await call("POST", "/users/me/keys/tokens", { token: parent, body: { token_name: "child" } }))).key;
@@ -274,9 +296,15 @@ describe("API tokens", () => {
 
   it("caps lifetimes at TOKEN_MAX_LIFETIME and rejects unknown scopes", async () => {
     const user = await createUser();
-    const tooLong = await expectError(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "long", lifetime: 365 * 86400 } }), 400);
+    const tooLong = await expectError(
+      await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "long", lifetime: 365 * 86400 } }),
+      400,
+    );
     expect(tooLong.validations?.[0]?.field).toBe("lifetime");
-    const bad = await expectError(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "bad", scopes: ["root:everything"] } }), 400);
+    const bad = await expectError(
+      await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "bad", scopes: ["root:everything"] } }),
+      400,
+    );
     expect(bad.validations?.[0]?.field).toBe("scopes");
     const defaults = await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "default" } });
     const row = await keyRow((await json<{ key: string }>(defaults)).key);
@@ -287,7 +315,9 @@ describe("API tokens", () => {
 
   it("a scoped token cannot mint a wider token", async () => {
     const user = await createUser();
-    const { key } = await json<{ key: string }>(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "keys", scopes: ["api_key:*"] } }));
+    const { key } = await json<{ key: string }>(
+      await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "keys", scopes: ["api_key:*"] } }),
+    );
     await expectError(await call("POST", "/users/me/keys/tokens", { token: key, body: { token_name: "wide", scopes: ["all"] } }), 403);
     expect((await call("POST", "/users/me/keys/tokens", { token: key, body: { token_name: "narrow", scopes: ["api_key:read"] } })).status).toBe(201);
   });
@@ -315,13 +345,17 @@ describe("the isolate's authentication cache", () => {
     const user = await createUser();
     expect((await send("/users/me", user.token)).status).toBe(200);
     // Expire the key behind the cache's back: the cached entry is still used within the TTL…
-    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() - 1000).toISOString(), user.token.slice(0, 10)).run();
+    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), user.token.slice(0, 10))
+      .run();
     const me = await send("/users/me", user.token);
     expect(me.status).toBe(200);
     // …but the cached secret hash is still checked on every request.
     expect((await send("/users/me", `${user.token.slice(0, 11)}BBBBBBBBBBBBBBBBBBBBBB`)).status).toBe(401);
     // A revocation in this isolate takes effect at once.
-    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?").bind(new Date(Date.now() + 3600_000).toISOString(), user.token.slice(0, 10)).run();
+    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?")
+      .bind(new Date(Date.now() + 3600_000).toISOString(), user.token.slice(0, 10))
+      .run();
     expect((await send("/users/logout", user.token, "POST")).status).toBe(200);
     expect((await send("/users/me", user.token)).status).toBe(401);
   });
@@ -334,7 +368,11 @@ describe("watch upgrades and the authentication cache", () => {
     const user = await createUser();
     const send = async (headers: Record<string, string>) => {
       const ctx = createExecutionContext();
-      const res = await fetchApp(new Request("http://localhost/api/v2/notifications/inbox/watch", { headers: { "Service-Session-Token": user.token, ...headers } }), cached, ctx);
+      const res = await fetchApp(
+        new Request("http://localhost/api/v2/notifications/inbox/watch", { headers: { "Service-Session-Token": user.token, ...headers } }),
+        cached,
+        ctx,
+      );
       await waitOnExecutionContext(ctx);
       return res;
     };

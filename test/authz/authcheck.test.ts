@@ -6,7 +6,14 @@ import { Messages } from "../../src/http/errors";
 import { call, createUser, expectError, json, owner } from "../helpers";
 import { deliver } from "../inbox/inbox-helpers";
 
-const member = (over: Partial<Subject> = {}): Subject => ({ id: "u1", siteRoles: [], orgRoles: { org1: [] }, scopes: ["all"], isSystem: false, ...over });
+const member = (over: Partial<Subject> = {}): Subject => ({
+  id: "u1",
+  siteRoles: [],
+  orgRoles: { org1: [] },
+  scopes: ["all"],
+  isSystem: false,
+  ...over,
+});
 
 describe("RBAC evaluation (SPEC §5)", () => {
   it("owner: everything, including the * resource type", () => {
@@ -97,8 +104,20 @@ describe("A2 POST /authcheck", () => {
     });
     expect(res.status).toBe(200);
     expect(await json(res)).toEqual({
-      ownInbox: true, otherInbox: false, orgRead: true, orgUpdate: false, anyOrg: true, ownUser: true, otherUser: false,
-      ownKey: true, otherKey: false, missing: false, wildcard: false, unknownType: false, unknownAction: false, create: true,
+      ownInbox: true,
+      otherInbox: false,
+      orgRead: true,
+      orgUpdate: false,
+      anyOrg: true,
+      ownUser: true,
+      otherUser: false,
+      ownKey: true,
+      otherKey: false,
+      missing: false,
+      wildcard: false,
+      unknownType: false,
+      unknownAction: false,
+      create: true,
     });
   });
 
@@ -124,28 +143,49 @@ describe("A2 POST /authcheck", () => {
     const user = await createUser();
     const res = await call("POST", "/authcheck", {
       token: admin.token,
-      body: { checks: { all: { action: "delete", object: { resource_type: "*" } }, u: { action: "read", object: { resource_type: "user", resource_id: user.id } } } },
+      body: {
+        checks: {
+          all: { action: "delete", object: { resource_type: "*" } },
+          u: { action: "read", object: { resource_type: "user", resource_id: user.id } },
+        },
+      },
     });
     expect(await json(res)).toEqual({ all: true, u: true });
   });
 
   it("requires resource_type and action per check, naming the key, and at most 100 checks", async () => {
     const user = await createUser();
-    const body = await expectError(await call("POST", "/authcheck", { token: user.token, body: { checks: { k1: { object: { resource_type: "user" } }, k2: { action: "read", object: {} } } } }), 400, Messages.validation);
+    const body = await expectError(
+      await call("POST", "/authcheck", {
+        token: user.token,
+        body: { checks: { k1: { object: { resource_type: "user" } }, k2: { action: "read", object: {} } } },
+      }),
+      400,
+      Messages.validation,
+    );
     expect(body.validations?.map((v) => v.field).sort()).toEqual(["checks.k1.action", "checks.k2.object.resource_type"]);
     const many = Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`c${i}`, { action: "read", object: { resource_type: "user" } }]));
     await expectError(await call("POST", "/authcheck", { token: user.token, body: { checks: many } }), 400);
-    const hundred = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`c${i}`, { action: "read", object: { resource_type: "user", owner_id: "me" } }]));
+    const hundred = Object.fromEntries(
+      Array.from({ length: 100 }, (_, i) => [`c${i}`, { action: "read", object: { resource_type: "user", owner_id: "me" } }]),
+    );
     expect((await call("POST", "/authcheck", { token: user.token, body: { checks: hundred } })).status).toBe(200);
     await expectError(await call("POST", "/authcheck", { body: { checks: {} } }), 401);
   });
 
   it("a scoped token's answers are limited to its scopes", async () => {
     const user = await createUser();
-    const { key } = await json<{ key: string }>(await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "ro", scopes: ["user:read"] } }));
+    const { key } = await json<{ key: string }>(
+      await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "ro", scopes: ["user:read"] } }),
+    );
     const res = await call("POST", "/authcheck", {
       token: key,
-      body: { checks: { read: { action: "read", object: { resource_type: "user", owner_id: "me" } }, key: { action: "create", object: { resource_type: "api_key", owner_id: "me" } } } },
+      body: {
+        checks: {
+          read: { action: "read", object: { resource_type: "user", owner_id: "me" } },
+          key: { action: "create", object: { resource_type: "api_key", owner_id: "me" } },
+        },
+      },
     });
     expect(await json(res)).toEqual({ read: true, key: false });
   });
@@ -155,10 +195,14 @@ describe("A6 POST /users/validate-password", () => {
   it("requires authentication and answers {valid, details}", async () => {
     await expectError(await call("POST", "/users/validate-password", { body: { password: "x" } }), 401);
     const user = await createUser();
-    const weak = await json<{ valid: boolean; details: string }>(await call("POST", "/users/validate-password", { token: user.token, body: { password: "password1" } }));
+    const weak = await json<{ valid: boolean; details: string }>(
+      await call("POST", "/users/validate-password", { token: user.token, body: { password: "password1" } }),
+    );
     expect(weak.valid).toBe(false);
     expect(weak.details.length).toBeGreaterThan(5);
-    const own = await json<{ valid: boolean; details: string }>(await call("POST", "/users/validate-password", { token: user.token, body: { password: `${user.username}-Zebra-Quartz-91` } }));
+    const own = await json<{ valid: boolean; details: string }>(
+      await call("POST", "/users/validate-password", { token: user.token, body: { password: `${user.username}-Zebra-Quartz-91` } }),
+    );
     expect(own.valid).toBe(false);
     const strong = await call("POST", "/users/validate-password", { token: user.token, body: { password: "violet-anchor-mountain-73" } });
     expect(strong.status).toBe(200);

@@ -1,8 +1,18 @@
 import * as fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ACTIONS, EXTERNAL_SCOPES, RESOURCE_ACTIONS, RESOURCE_TYPES, isAction, isKnownScope, isResourceType, type Action, type ResourceType } from "../../src/authz/catalog";
-import { authorize, scopeAllows, type AuthzObject, type Subject } from "../../src/authz/evaluate";
-import { ASSIGNABLE_SITE_ROLES, ORG_ROLES, SITE_ROLES, isOrgRole, isSiteRole } from "../../src/authz/roles";
+import {
+  ACTIONS,
+  type Action,
+  EXTERNAL_SCOPES,
+  isAction,
+  isKnownScope,
+  isResourceType,
+  RESOURCE_ACTIONS,
+  RESOURCE_TYPES,
+  type ResourceType,
+} from "../../src/authz/catalog";
+import { type AuthzObject, authorize, type Subject, scopeAllows } from "../../src/authz/evaluate";
+import { ASSIGNABLE_SITE_ROLES, isOrgRole, isSiteRole, ORG_ROLES, SITE_ROLES } from "../../src/authz/roles";
 import { NASTY_STRINGS } from "../fixtures/arbitraries";
 
 // The RBAC evaluator of SPEC §5 (src/authz/evaluate.ts): site level, then organization, then ownership; a deny at a
@@ -13,21 +23,40 @@ const subject = (over: Partial<Subject> = {}): Subject => ({ id: "u1", siteRoles
 const can = (s: Subject, action: Action, object: AuthzObject) => authorize(s, action, object);
 
 /** Every (type, action) pair the catalogue defines. */
-const PAIRS: [ResourceType, Action][] = RESOURCE_TYPES.flatMap((type) => RESOURCE_ACTIONS[type].map((action): [ResourceType, Action] => [type, action]));
+const PAIRS: [ResourceType, Action][] = RESOURCE_TYPES.flatMap((type) =>
+  RESOURCE_ACTIONS[type].map((action): [ResourceType, Action] => [type, action]),
+);
 
 /** The pairs a site role grants everywhere, straight from SPEC §5's table. */
 const SITE_GRANTS: Record<"user-admin" | "auditor" | "member", string[]> = {
   "user-admin": [
-    "user:create", "user:read", "user:update", "user:delete", "user:read_personal", "user:update_personal",
-    "assign_role:assign", "assign_role:unassign", "assign_role:read",
-    "notification_template:read", "organization:read",
+    "user:create",
+    "user:read",
+    "user:update",
+    "user:delete",
+    "user:read_personal",
+    "user:update_personal",
+    "assign_role:assign",
+    "assign_role:unassign",
+    "assign_role:read",
+    "notification_template:read",
+    "organization:read",
     // Broadcasts (SPEC §9.3): owners and user admins.
-    "notification_broadcast:create", "notification_broadcast:read",
-    "organization_member:create", "organization_member:read", "organization_member:update", "organization_member:delete",
+    "notification_broadcast:create",
+    "notification_broadcast:read",
+    "organization_member:create",
+    "organization_member:read",
+    "organization_member:update",
+    "organization_member:delete",
   ],
   auditor: [
-    "user:read", "assign_role:read", "notification_template:read", "deployment_config:read", "organization:read",
-    "organization_member:read", "audit_log:read",
+    "user:read",
+    "assign_role:read",
+    "notification_template:read",
+    "deployment_config:read",
+    "organization:read",
+    "organization_member:read",
+    "audit_log:read",
   ],
   member: ["assign_role:read", "notification_template:read"],
 };
@@ -57,10 +86,17 @@ describe("site roles (SPEC §5)", () => {
   it("member: on its own objects, what SPEC §5 lets a user do to itself", () => {
     const me = subject();
     const own: string[] = [
-      "user:read", "user:read_personal", "user:update_personal",
-      "api_key:create", "api_key:read", "api_key:update", "api_key:delete",
-      "inbox_notification:read", "inbox_notification:update",
-      "notification_preference:read", "notification_preference:update",
+      "user:read",
+      "user:read_personal",
+      "user:update_personal",
+      "api_key:create",
+      "api_key:read",
+      "api_key:update",
+      "api_key:delete",
+      "inbox_notification:read",
+      "inbox_notification:update",
+      "notification_preference:read",
+      "notification_preference:update",
       "notification_message:create",
       ...SITE_GRANTS.member,
     ];
@@ -75,7 +111,13 @@ describe("site roles (SPEC §5)", () => {
 
   it("ownership is the exact id: another user's id, a prefix, a different case or an empty id are not the subject's", () => {
     const me = subject({ id: "0193b3a2-aaaa-7000-8000-000000000001" });
-    for (const ownerId of ["0193b3a2-aaaa-7000-8000-000000000002", "0193b3a2", "0193B3A2-AAAA-7000-8000-000000000001", "", " 0193b3a2-aaaa-7000-8000-000000000001"]) {
+    for (const ownerId of [
+      "0193b3a2-aaaa-7000-8000-000000000002",
+      "0193b3a2",
+      "0193B3A2-AAAA-7000-8000-000000000001",
+      "",
+      " 0193b3a2-aaaa-7000-8000-000000000001",
+    ]) {
       expect(can(me, "read", { type: "api_key", ownerId }), JSON.stringify(ownerId)).toBe(false);
     }
     expect(can(me, "read", { type: "api_key", ownerId: me.id })).toBe(true);
@@ -98,7 +140,24 @@ describe("site roles (SPEC §5)", () => {
 });
 
 describe("unknown and hostile role names grant nothing", () => {
-  const UNKNOWN = ["admin", "Owner", "OWNER", " owner", "owner ", "", "*", "site-owner", "organization-admin", "organization-member", "constructor", "__proto__", "toString", "hasOwnProperty", "valueOf", ...NASTY_STRINGS];
+  const UNKNOWN = [
+    "admin",
+    "Owner",
+    "OWNER",
+    " owner",
+    "owner ",
+    "",
+    "*",
+    "site-owner",
+    "organization-admin",
+    "organization-member",
+    "constructor",
+    "__proto__",
+    "toString",
+    "hasOwnProperty",
+    "valueOf",
+    ...NASTY_STRINGS,
+  ];
 
   it("as site roles: a subject holding only unknown roles is a plain member", () => {
     const unknown = subject({ siteRoles: UNKNOWN });
@@ -146,14 +205,26 @@ describe("unknown and hostile role names grant nothing", () => {
 describe("organization roles (SPEC §5)", () => {
   const ORG_GRANTS: Record<keyof typeof ORG_ROLES, string[]> = {
     "organization-admin": [
-      "organization:read", "organization:update",
-      "organization_member:create", "organization_member:read", "organization_member:update", "organization_member:delete",
-      "assign_role:assign", "assign_role:unassign", "assign_role:read", "audit_log:read",
+      "organization:read",
+      "organization:update",
+      "organization_member:create",
+      "organization_member:read",
+      "organization_member:update",
+      "organization_member:delete",
+      "assign_role:assign",
+      "assign_role:unassign",
+      "assign_role:read",
+      "audit_log:read",
     ],
     "organization-user-admin": [
       "organization:read",
-      "organization_member:create", "organization_member:read", "organization_member:update", "organization_member:delete",
-      "assign_role:assign", "assign_role:unassign", "assign_role:read",
+      "organization_member:create",
+      "organization_member:read",
+      "organization_member:update",
+      "organization_member:delete",
+      "assign_role:assign",
+      "assign_role:unassign",
+      "assign_role:read",
     ],
     "organization-auditor": ["organization:read", "organization_member:read", "audit_log:read"],
     "organization-member": ["organization:read", "organization_member:read"],
@@ -166,7 +237,9 @@ describe("organization roles (SPEC §5)", () => {
         const site = SITE_GRANTS.member.includes(`${type}:${action}`);
         const expected = site || ORG_GRANTS[role].includes(`${type}:${action}`);
         expect(can(s, action, { type, orgId: "org1" }), `${role} ${type}:${action} in org1`).toBe(expected);
-        expect(can(s, action, { type, orgId: "org2" }), `${role} ${type}:${action} in org2`).toBe(site || ORG_GRANTS["organization-member"].includes(`${type}:${action}`));
+        expect(can(s, action, { type, orgId: "org2" }), `${role} ${type}:${action} in org2`).toBe(
+          site || ORG_GRANTS["organization-member"].includes(`${type}:${action}`),
+        );
         expect(can(s, action, { type, orgId: "org3" }), `${role} ${type}:${action} in org3`).toBe(site);
         // Without an organization named, an organization role grants nothing.
         expect(can(s, action, { type }), `${role} ${type}:${action} without org`).toBe(site);
@@ -280,7 +353,25 @@ describe("scopes narrow, never widen", () => {
 
   it("malformed, padded, upper-case or wildcard scopes grant nothing", () => {
     const owner = (scopes: string[]) => subject({ siteRoles: ["owner"], scopes });
-    for (const scope of ["ALL", "All", "all ", " all", "*", "*:*", "*:read", "user", "user:", ":read", "USER:READ", "user:read ", "user:*:read", "user:READ", "user:read,user:update", "__proto__", "constructor"]) {
+    for (const scope of [
+      "ALL",
+      "All",
+      "all ",
+      " all",
+      "*",
+      "*:*",
+      "*:read",
+      "user",
+      "user:",
+      ":read",
+      "USER:READ",
+      "user:read ",
+      "user:*:read",
+      "user:READ",
+      "user:read,user:update",
+      "__proto__",
+      "constructor",
+    ]) {
       const s = owner([scope]);
       expect(can(s, "read", { type: "user" }), scope).toBe(scope === "user:*" || scope === "user:read");
       expect(can(s, "delete", { type: "system" }), scope).toBe(false);
@@ -317,7 +408,11 @@ describe("the role tables themselves", () => {
 });
 
 describe("authorize: properties", () => {
-  const roleName = fc.oneof(fc.constantFrom(...Object.keys(SITE_ROLES), ...Object.keys(ORG_ROLES)), fc.constantFrom(...NASTY_STRINGS), fc.string({ maxLength: 12 }));
+  const roleName = fc.oneof(
+    fc.constantFrom(...Object.keys(SITE_ROLES), ...Object.keys(ORG_ROLES)),
+    fc.constantFrom(...NASTY_STRINGS),
+    fc.string({ maxLength: 12 }),
+  );
   const orgId = fc.oneof(fc.constantFrom("org1", "org2", "constructor", "__proto__", "toString"), fc.string({ maxLength: 8 }));
   const subjects = fc.record({
     id: fc.constantFrom("u1", "u2", "__proto__", ""),
@@ -367,7 +462,10 @@ describe("authorize: properties", () => {
 
   it("names that are no role change no decision", () => {
     const known = new Set([...Object.keys(SITE_ROLES), ...Object.keys(ORG_ROLES)]);
-    const junk = fc.array(fc.oneof(fc.constantFrom(...NASTY_STRINGS), fc.string({ maxLength: 12 })).filter((n) => !known.has(n)), { minLength: 1, maxLength: 4 });
+    const junk = fc.array(
+      fc.oneof(fc.constantFrom(...NASTY_STRINGS), fc.string({ maxLength: 12 })).filter((n) => !known.has(n)),
+      { minLength: 1, maxLength: 4 },
+    );
     fc.assert(
       fc.property(subjects, junk, action, objects, (s, extra, a, o) => {
         const orgRoles = Object.fromEntries(Object.entries(s.orgRoles).map(([k, v]) => [k, [...v, ...extra]]));

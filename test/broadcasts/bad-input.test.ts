@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { TEMPLATE_IDS } from "../../src/notifications/templates";
 import { notA, textLongerThan } from "../fixtures/arbitraries";
-import { badCredentials, headerText, jsonBodyProperties, oversizedBodies, type BodyEndpoint, type EndpointCall } from "../fixtures/bad-input";
+import { type BodyEndpoint, badCredentials, type EndpointCall, headerText, jsonBodyProperties, oversizedBodies } from "../fixtures/bad-input";
 import { quiesce } from "../fixtures/d1-state";
 import { stateChecks } from "../fixtures/stored-state";
 import { call, createUser, owner, type TestUser } from "../helpers";
@@ -58,11 +58,20 @@ const BODY_ENDPOINTS: readonly BodyEndpoint[] = [
     method: "POST",
     path: () => "/notifications/broadcasts",
     token: () => fx.admin.token,
-    base: () => ({ audience: { user_ids: [fx.member.id] }, content: { title: "All hands", message: "At **noon**." }, targets: [], email_when_unread_after: "15m" }),
+    base: () => ({
+      audience: { user_ids: [fx.member.id] },
+      content: { title: "All hands", message: "At **noon**." },
+      targets: [],
+      email_when_unread_after: "15m",
+    }),
     bad: {
       audience: badAudience,
       content: badContent,
-      targets: fc.oneof(notA("array"), uuidish.map((t) => [t]), fc.array(fc.uuid(), { minLength: 21, maxLength: 30 })),
+      targets: fc.oneof(
+        notA("array"),
+        uuidish.map((t) => [t]),
+        fc.array(fc.uuid(), { minLength: 21, maxLength: 30 }),
+      ),
       email_when_unread_after: badWait,
     },
     required: ["audience", "content"],
@@ -100,7 +109,12 @@ const AUTHED: readonly EndpointCall[] = [
     body: () => ({ email_when_unread_after: "" }),
     as: "owner",
   },
-  { name: "GET /notifications/templates/{id}/settings", method: "GET", path: () => `/notifications/templates/${TEMPLATE_IDS.test}/settings`, as: "member" },
+  {
+    name: "GET /notifications/templates/{id}/settings",
+    method: "GET",
+    path: () => `/notifications/templates/${TEMPLATE_IDS.test}/settings`,
+    as: "member",
+  },
 ];
 
 describe("body size and credentials", () => {
@@ -134,7 +148,9 @@ describe("headers and path parameters", () => {
 
   it("ids that are not UUIDs → 400 naming `id`, on both routes", async () => {
     for (const id of ["nope", "1", "00000000-0000-0000-0000-00000000000g", "%00"]) {
-      const read = await checks.rejectedWithoutChange(() => call("GET", `/notifications/broadcasts/${id}`, { token: fx.admin.token }), { status: 400 });
+      const read = await checks.rejectedWithoutChange(() => call("GET", `/notifications/broadcasts/${id}`, { token: fx.admin.token }), {
+        status: 400,
+      });
       expect(read.validations?.[0]?.field).toBe("id");
       const settings = await checks.rejectedWithoutChange(
         () => call("PUT", `/notifications/templates/${id}/settings`, { token: fx.admin.token, body: { email_when_unread_after: "15m" } }),

@@ -61,7 +61,16 @@ export async function logRows(userIds: string[]) {
     "SELECT id, user_id, method, status, status_reason, notification_id, send_if_unread, next_retry_after FROM notification_messages WHERE template_id = ? AND user_id IN (SELECT value FROM json_each(?))",
   )
     .bind(TEMPLATE_IDS.broadcast, JSON.stringify(userIds))
-    .all<{ id: string; user_id: string; method: string; status: string; status_reason: string | null; notification_id: string; send_if_unread: number; next_retry_after: string | null }>();
+    .all<{
+      id: string;
+      user_id: string;
+      method: string;
+      status: string;
+      status_reason: string | null;
+      notification_id: string;
+      send_if_unread: number;
+      next_retry_after: string | null;
+    }>();
   return results;
 }
 

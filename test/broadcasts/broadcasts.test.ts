@@ -1,8 +1,8 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { BroadcastMessages } from "../../src/broadcasts/messages";
 import { BROADCAST_DEAD_LETTER_QUEUE, BROADCAST_QUEUE, broadcastHousekeeping, deliverStep, resolveStep } from "../../src/broadcasts/fanout";
+import { BroadcastMessages } from "../../src/broadcasts/messages";
 import { handleBroadcastQueue } from "../../src/broadcasts/queue";
 import type { BroadcastQueueMessage, Env } from "../../src/env";
 import type { UserInbox } from "../../src/inbox/user-inbox";
@@ -82,9 +82,19 @@ describe("audience (SPEC §9.3: active users only)", () => {
     const orgId = crypto.randomUUID();
     const now = new Date().toISOString();
     await env.DB.batch([
-      env.DB.prepare("INSERT INTO organizations (id, name, display_name, is_default, created_at, updated_at) VALUES (?, ?, 'Team', 0, ?, ?)").bind(orgId, `team-${orgId}`, now, now),
+      env.DB.prepare("INSERT INTO organizations (id, name, display_name, is_default, created_at, updated_at) VALUES (?, ?, 'Team', 0, ?, ?)").bind(
+        orgId,
+        `team-${orgId}`,
+        now,
+        now,
+      ),
       ...[inOrg, suspendedInOrg].map((u) =>
-        env.DB.prepare("INSERT INTO organization_members (user_id, organization_id, roles, created_at, updated_at) VALUES (?, ?, '[]', ?, ?)").bind(u.id, orgId, now, now),
+        env.DB.prepare("INSERT INTO organization_members (user_id, organization_id, roles, created_at, updated_at) VALUES (?, ?, '[]', ?, ?)").bind(
+          u.id,
+          orgId,
+          now,
+          now,
+        ),
       ),
     ]);
     await suspend(suspendedInOrg);
@@ -115,10 +125,16 @@ describe("audience (SPEC §9.3: active users only)", () => {
     const before = await broadcastRows();
     const token = (await owner()).token;
     const unknownId = crypto.randomUUID();
-    const org = await call("POST", "/notifications/broadcasts", { token, body: { audience: { organization_id: unknownId }, content: { title: "x" } } });
+    const org = await call("POST", "/notifications/broadcasts", {
+      token,
+      body: { audience: { organization_id: unknownId }, content: { title: "x" } },
+    });
     const orgBody = await expectError(org, 400);
     expect(orgBody.validations).toEqual([{ field: "audience.organization_id", detail: BroadcastMessages.unknownOrganization }]);
-    const users = await call("POST", "/notifications/broadcasts", { token, body: { audience: { user_ids: [known.id, unknownId] }, content: { title: "x" } } });
+    const users = await call("POST", "/notifications/broadcasts", {
+      token,
+      body: { audience: { user_ids: [known.id, unknownId] }, content: { title: "x" } },
+    });
     expect((await expectError(users, 400)).validations).toEqual([{ field: "audience.user_ids.1", detail: BroadcastMessages.unknownUser }]);
     expect(await broadcastRows()).toBe(before);
     expect(await broadcastItems(known.id)).toBe(0);
@@ -141,7 +157,10 @@ describe("permission (SPEC §9.3: owners and user admins)", () => {
     expect((await call("GET", `/notifications/broadcasts/${created.id}`, { token: admin.token })).status).toBe(200);
     const before = await broadcastRows();
     for (const user of [await createUser({ roles: ["auditor"] }), await createUser()]) {
-      await expectError(await call("POST", "/notifications/broadcasts", { token: user.token, body: { audience: { all: true }, content: { title: "no" } } }), 403);
+      await expectError(
+        await call("POST", "/notifications/broadcasts", { token: user.token, body: { audience: { all: true }, content: { title: "no" } } }),
+        403,
+      );
       await expectError(await call("GET", `/notifications/broadcasts/${created.id}`, { token: user.token }), 403);
     }
     expect(await broadcastRows()).toBe(before);
@@ -190,7 +209,9 @@ describe("Idempotency-Key (SPEC §9.3)", () => {
     const theirs = await broadcast({ audience }, { key, token: admin.token });
     expect(theirs.id).not.toBe(mine.id);
     const dayAgo = new Date(Date.now() - 25 * 3600_000).toISOString();
-    await env.DB.prepare("UPDATE broadcast_idempotency_keys SET created_at = ? WHERE key = ? AND created_by = ?").bind(dayAgo, key, (await owner()).id).run();
+    await env.DB.prepare("UPDATE broadcast_idempotency_keys SET created_at = ? WHERE key = ? AND created_by = ?")
+      .bind(dayAgo, key, (await owner()).id)
+      .run();
     const later = await broadcast({ audience }, { key });
     expect(later.id).not.toBe(mine.id);
     // The cron forgets keys past the window.
@@ -287,7 +308,11 @@ describe("exactly once under redelivery and consumer failure (SPEC §9.3)", () =
     await handleBroadcastQueue(batch, broken);
     expect((await getQueueResult(batch, createExecutionContext())).retryMessages.map((m) => m.msgId)).toEqual(["m"]);
     expect(await progress(id)).toMatchObject({ recipients: 4, delivered: 2, failed: 0, pending: 2, completed_at: null });
-    await expectItems([users[0], users[2]].filter((u) => u !== undefined), title, 1);
+    await expectItems(
+      [users[0], users[2]].filter((u) => u !== undefined),
+      title,
+      1,
+    );
 
     const redelivered = createMessageBatch<BroadcastQueueMessage>(BROADCAST_QUEUE, [{ id: "m", timestamp: new Date(), attempts: 2, body: step }]);
     await handleBroadcastQueue(redelivered, env);
@@ -371,7 +396,9 @@ describe("exactly once under redelivery and consumer failure (SPEC §9.3)", () =
     const step = { deliver: id, batch: "0:first", userIds: users.map((u) => u.id) };
     await expect(deliverStep({ ...env, USER_INBOX: failingFor(new Set([users[1]?.id ?? ""])) }, step)).rejects.toThrow(/1 of 2/);
     expect(await progress(id)).toMatchObject({ delivered: 1, failed: 0, pending: 1, completed_at: null });
-    const dead = createMessageBatch<BroadcastQueueMessage>(BROADCAST_DEAD_LETTER_QUEUE, [{ id: "d", timestamp: new Date(), attempts: 4, body: step }]);
+    const dead = createMessageBatch<BroadcastQueueMessage>(BROADCAST_DEAD_LETTER_QUEUE, [
+      { id: "d", timestamp: new Date(), attempts: 4, body: step },
+    ]);
     await handleBroadcastQueue(dead, env);
     expect((await getQueueResult(dead, createExecutionContext())).ackAll).toBe(true);
     const after = await progress(id);

@@ -16,11 +16,15 @@ const past = () => new Date(Date.now() - 1000).toISOString();
 
 /** Makes the users' read-aware e-mails due now, as the delayed queue message or the cron would find them. */
 async function makeDue(ids: string[]) {
-  await env.DB.prepare("UPDATE notification_messages SET next_retry_after = ? WHERE id IN (SELECT value FROM json_each(?))").bind(past(), JSON.stringify(ids)).run();
+  await env.DB.prepare("UPDATE notification_messages SET next_retry_after = ? WHERE id IN (SELECT value FROM json_each(?))")
+    .bind(past(), JSON.stringify(ids))
+    .run();
 }
 
 async function statusOf(id: string) {
-  return env.DB.prepare("SELECT status, status_reason, sent_at FROM notification_messages WHERE id = ?").bind(id).first<{ status: string; status_reason: string | null; sent_at: string | null }>();
+  return env.DB.prepare("SELECT status, status_reason, sent_at FROM notification_messages WHERE id = ?")
+    .bind(id)
+    .first<{ status: string; status_reason: string | null; sent_at: string | null }>();
 }
 
 async function mailsTo(user: TestUser) {
@@ -30,7 +34,11 @@ async function mailsTo(user: TestUser) {
 /** A broadcast with read-aware e-mail to `users`, fanned out; returns each user's inbox item id and e-mail row id. */
 async function readAwareBroadcast(users: TestUser[], wait = "15m") {
   const title = uniqueTitle();
-  const created = await broadcast({ audience: { user_ids: users.map((u) => u.id) }, content: { title, message: "Please read" }, email_when_unread_after: wait });
+  const created = await broadcast({
+    audience: { user_ids: users.map((u) => u.id) },
+    content: { title, message: "Please read" },
+    email_when_unread_after: wait,
+  });
   await completed(created.id);
   const rows = await logRows(users.map((u) => u.id));
   const byUser = new Map<string, { item: string; email: string }>();
@@ -55,7 +63,9 @@ describe("read-aware e-mail of a broadcast (SPEC §9.3)", () => {
     expect(dueIn).toBeGreaterThan(14 * 60_000);
     expect(dueIn).toBeLessThanOrEqual(15 * 60_000);
     // Old enough to look like a straggler to the cron: it is still not due.
-    await env.DB.prepare("UPDATE notification_messages SET created_at = ? WHERE id = ?").bind(new Date(Date.now() - 10 * 60_000).toISOString(), byUser.get(user.id)?.email).run();
+    await env.DB.prepare("UPDATE notification_messages SET created_at = ? WHERE id = ?")
+      .bind(new Date(Date.now() - 10 * 60_000).toISOString(), byUser.get(user.id)?.email)
+      .run();
     await handleScheduled(env);
     expect(await dispatchMessage(env, byUser.get(user.id)?.email ?? "")).toBe("not_taken");
     expect((await statusOf(byUser.get(user.id)?.email ?? ""))?.status).toBe("pending");
@@ -73,7 +83,8 @@ describe("read-aware e-mail of a broadcast (SPEC §9.3)", () => {
     expect(await dispatchMessage(env, of(reader).email)).toBe("skipped");
     expect(await dispatchMessage(env, of(archiver).email)).toBe("skipped");
     expect(await dispatchMessage(env, of(ignorer).email)).toBe("sent");
-    for (const u of [reader, archiver]) expect(await statusOf(of(u).email)).toEqual({ status: "skipped", status_reason: READ_BEFORE_DUE, sent_at: null });
+    for (const u of [reader, archiver])
+      expect(await statusOf(of(u).email)).toEqual({ status: "skipped", status_reason: READ_BEFORE_DUE, sent_at: null });
     expect((await statusOf(of(ignorer).email))?.status).toBe("sent");
 
     // Asked again (a redelivered queue message, the cron), nothing changes and nothing more is sent.
@@ -148,14 +159,23 @@ describe("read-aware e-mail as a system template setting (SPEC §9.3)", () => {
     try {
       expect(await json(put)).toEqual({ id: TEMPLATE_IDS.test, email_when_unread_after: "1h30m" });
       const member = await createUser();
-      expect(await json(await call("GET", settingsOf(TEMPLATE_IDS.test), { token: member.token }))).toEqual({ id: TEMPLATE_IDS.test, email_when_unread_after: "1h30m" });
+      expect(await json(await call("GET", settingsOf(TEMPLATE_IDS.test), { token: member.token }))).toEqual({
+        id: TEMPLATE_IDS.test,
+        email_when_unread_after: "1h30m",
+      });
       // The test notification goes to the owner: its inbox copy now, its e-mail in 90 minutes.
-      const before = await env.DB.prepare("SELECT count(*) AS n FROM notification_messages WHERE template_id = ? AND method = 'smtp'").bind(TEMPLATE_IDS.test).first<{ n: number }>();
+      const before = await env.DB.prepare("SELECT count(*) AS n FROM notification_messages WHERE template_id = ? AND method = 'smtp'")
+        .bind(TEMPLATE_IDS.test)
+        .first<{ n: number }>();
       expect((await call("POST", "/notifications/test", { token: admin.token })).status).toBe(200);
-      const row = await env.DB.prepare("SELECT id, notification_id, send_if_unread, next_retry_after, status FROM notification_messages WHERE template_id = ? AND method = 'smtp' ORDER BY created_at DESC, id DESC LIMIT 1")
+      const row = await env.DB.prepare(
+        "SELECT id, notification_id, send_if_unread, next_retry_after, status FROM notification_messages WHERE template_id = ? AND method = 'smtp' ORDER BY created_at DESC, id DESC LIMIT 1",
+      )
         .bind(TEMPLATE_IDS.test)
         .first<{ id: string; notification_id: string; send_if_unread: number; next_retry_after: string; status: string }>();
-      const after = await env.DB.prepare("SELECT count(*) AS n FROM notification_messages WHERE template_id = ? AND method = 'smtp'").bind(TEMPLATE_IDS.test).first<{ n: number }>();
+      const after = await env.DB.prepare("SELECT count(*) AS n FROM notification_messages WHERE template_id = ? AND method = 'smtp'")
+        .bind(TEMPLATE_IDS.test)
+        .first<{ n: number }>();
       expect(after?.n).toBe((before?.n ?? 0) + 1);
       expect(row).toMatchObject({ send_if_unread: 1, status: "pending" });
       const dueIn = Date.parse(row?.next_retry_after ?? "") - Date.now();
@@ -168,7 +188,10 @@ describe("read-aware e-mail as a system template setting (SPEC §9.3)", () => {
     } finally {
       expect((await call("PUT", settingsOf(TEMPLATE_IDS.test), { token: admin.token, body: { email_when_unread_after: "" } })).status).toBe(200);
     }
-    expect(await json(await call("GET", settingsOf(TEMPLATE_IDS.test), { token: admin.token }))).toEqual({ id: TEMPLATE_IDS.test, email_when_unread_after: "" });
+    expect(await json(await call("GET", settingsOf(TEMPLATE_IDS.test), { token: admin.token }))).toEqual({
+      id: TEMPLATE_IDS.test,
+      email_when_unread_after: "",
+    });
   });
 
   it("refuses custom and never-in-the-inbox templates, bad durations, non-owners and unknown templates, changing nothing", async () => {
@@ -176,7 +199,11 @@ describe("read-aware e-mail as a system template setting (SPEC §9.3)", () => {
     const put = (id: string, body: unknown, token = admin.token) => call("PUT", settingsOf(id), { token, body });
     await expectError(await put(TEMPLATE_IDS.custom, { email_when_unread_after: "15m" }), 400, NotificationsMessages.readAwareSystemOnly);
     await expectError(await put(TEMPLATE_IDS.broadcast, { email_when_unread_after: "15m" }), 400, NotificationsMessages.readAwareSystemOnly);
-    await expectError(await put(TEMPLATE_IDS.oneTimePasscode, { email_when_unread_after: "15m" }), 400, NotificationsMessages.readAwareNeedsInbox("One-Time Passcode"));
+    await expectError(
+      await put(TEMPLATE_IDS.oneTimePasscode, { email_when_unread_after: "15m" }),
+      400,
+      NotificationsMessages.readAwareNeedsInbox("One-Time Passcode"),
+    );
     for (const bad of ["25h", "soon", "-5m", 15, null]) {
       const body = await expectError(await put(TEMPLATE_IDS.test, { email_when_unread_after: bad }), 400);
       expect(body.validations?.[0]?.field).toBe("email_when_unread_after");
@@ -184,7 +211,9 @@ describe("read-aware e-mail as a system template setting (SPEC §9.3)", () => {
     const userAdmin = await createUser({ roles: ["user-admin"] });
     await expectError(await put(TEMPLATE_IDS.test, { email_when_unread_after: "15m" }, userAdmin.token), 403);
     await expectError(await put(crypto.randomUUID(), { email_when_unread_after: "15m" }), 404);
-    const stored = await env.DB.prepare("SELECT count(*) AS n FROM notification_templates WHERE email_when_unread_after_ms <> 0").first<{ n: number }>();
+    const stored = await env.DB.prepare("SELECT count(*) AS n FROM notification_templates WHERE email_when_unread_after_ms <> 0").first<{
+      n: number;
+    }>();
     expect(stored?.n).toBe(0);
   });
 });

@@ -52,7 +52,11 @@ describe("configuration (SPEC §8): invalid settings fail loudly, naming the var
   });
 
   it("derives the e-mail sender, the EHLO name and the maximum age (docs/email.md)", () => {
-    const named = configWith({ EMAIL_FROM: '"Herald, Alerts" <alerts@example.com>', ACCESS_URL: "https://herald.example.com", EMAIL_HELLO: undefined });
+    const named = configWith({
+      EMAIL_FROM: '"Herald, Alerts" <alerts@example.com>',
+      ACCESS_URL: "https://herald.example.com",
+      EMAIL_HELLO: undefined,
+    });
     expect(named.emailFrom).toEqual({ name: "Herald, Alerts", address: "alerts@example.com" });
     expect(named.emailHello).toBe("herald.example.com");
     expect(named.NOTIFICATIONS_MAX_AGE).toBe(5 * 24 * 3600 * 1000);

@@ -132,10 +132,7 @@ describe("parseDuration: properties", () => {
   it("never throws, and answers either undefined or a finite, whole, non-negative number of milliseconds", () => {
     fc.assert(
       fc.property(
-        fc.oneof(
-          fc.string({ unit: "binary", maxLength: 30 }),
-          fc.stringMatching(/^[0-9.]{0,6}(ms|s|m|h|d|x)?[0-9.]{0,6}(ms|s|m|h|d)?$/),
-        ),
+        fc.oneof(fc.string({ unit: "binary", maxLength: 30 }), fc.stringMatching(/^[0-9.]{0,6}(ms|s|m|h|d|x)?[0-9.]{0,6}(ms|s|m|h|d)?$/)),
         (text) => {
           const ms = parseDuration(text);
           if (ms === undefined) return;

@@ -14,7 +14,15 @@ if (required && !browserAvailable) throw new Error(`HERALD_REQUIRE_BROWSER=1 but
 export function launchBrowser(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 }
 
@@ -32,7 +40,6 @@ export function watchConsole(page: Page): string[] {
 }
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
-
 
 /**
  * Runs axe-core (WCAG 2.x A and AA rules) on what the page shows now and fails on any serious or critical
@@ -53,6 +60,9 @@ export async function expectAccessible(page: Page, label: string): Promise<{ lab
 
 /** Nothing on the page is wider than the viewport: the page never scrolls sideways (tables scroll inside their card). */
 export async function expectNoSidewaysScroll(page: Page, label: string): Promise<void> {
-  const { scroll, client } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
+  const { scroll, client } = await page.evaluate(() => ({
+    scroll: document.documentElement.scrollWidth,
+    client: document.documentElement.clientWidth,
+  }));
   expect(scroll, `${label} is ${scroll}px wide in a ${client}px viewport`).toBeLessThanOrEqual(client);
 }

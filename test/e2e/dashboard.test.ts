@@ -1,9 +1,9 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import PostalMime from "postal-mime";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import type { TestProject } from "vitest/node";
+import PostalMime from "postal-mime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TestProject } from "vitest/node";
 import { browserAvailable, expectAccessible, expectNoSidewaysScroll, launchBrowser, watchConsole } from "./browser";
 import { freePort, type RunningHerald, startHerald } from "./herald";
 
@@ -105,7 +105,10 @@ afterAll(async () => {
   await browser?.close();
   await herald?.stop();
   await stopPeers?.();
-  if (axeResults.length > 0) console.log(`axe-core, pages checked: ${axeResults.length}\n${axeResults.map((r) => `  ${r.label}: ${r.violations.join(", ") || "no violations"}`).join("\n")}`);
+  if (axeResults.length > 0)
+    console.log(
+      `axe-core, pages checked: ${axeResults.length}\n${axeResults.map((r) => `  ${r.label}: ${r.violations.join(", ") || "no violations"}`).join("\n")}`,
+    );
 });
 
 describe.skipIf(!browserAvailable)("the dashboard in Chromium (SPEC §9.4)", () => {
@@ -154,13 +157,21 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (SPEC §9.4)", () 
     const api = await apiAs(OWNER);
     await page.locator(".live-open").waitFor();
     expect(await page.getByTestId("unread-badge").count()).toBe(0);
-    expect((await api("POST", "/notifications/custom", { content: { title: "Deploy **finished**", message: "See [the logs](https://ci.example.com/42)." } })).status).toBe(204);
+    expect(
+      (
+        await api("POST", "/notifications/custom", {
+          content: { title: "Deploy **finished**", message: "See [the logs](https://ci.example.com/42)." },
+        })
+      ).status,
+    ).toBe(204);
     const item = page.getByTestId("inbox-item").first();
     await item.waitFor();
     expect(await item.textContent()).toContain("Deploy finished");
     await poll(() => page.getByTestId("unread-badge").textContent()).toContain("1");
     await poll(() => page.title()).toMatch(/^\(1\) /);
-    expect((await api("POST", "/notifications/custom", { content: { title: "Backup complete", message: "All 12 databases are saved." } })).status).toBe(204);
+    expect(
+      (await api("POST", "/notifications/custom", { content: { title: "Backup complete", message: "All 12 databases are saved." } })).status,
+    ).toBe(204);
     await poll(() => page.getByTestId("unread-badge").textContent()).toContain("2");
     await poll(() => page.title()).toMatch(/^\(2\) /);
     await checkBothThemes("Inbox");
@@ -178,7 +189,11 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (SPEC §9.4)", () 
     const secondId = await second.getAttribute("data-id");
     await second.getByRole("button", { name: "Archive" }).click();
     await poll(async () => (await api("GET", "/notifications/inbox/counts")).body).toMatchObject({ unread: 0, archived: 1 });
-    const listed = (await api("GET", "/notifications/inbox?archived=include")).body.notifications as { id: string; read_at: string | null; archived_at: string | null }[];
+    const listed = (await api("GET", "/notifications/inbox?archived=include")).body.notifications as {
+      id: string;
+      read_at: string | null;
+      archived_at: string | null;
+    }[];
     expect(listed.find((n) => n.id === id)?.read_at).not.toBeNull();
     expect(listed.find((n) => n.id === secondId)?.archived_at).not.toBeNull();
     // Archived items leave the inbox view; the badge is gone with the last unread one.

@@ -16,7 +16,12 @@ export interface RunningHerald {
  * developer's .dev.vars, so nothing local changes what the suite sees.
  */
 export async function startHerald(port: number, vars: Record<string, string>, options: { unset?: string[] } = {}): Promise<RunningHerald> {
-  const settings: Record<string, string> = { ...PINNED_VARS, ACCESS_URL: `http://localhost:${port}`, SECRET_KEY: randomBytes(32).toString("hex"), ...vars };
+  const settings: Record<string, string> = {
+    ...PINNED_VARS,
+    ACCESS_URL: `http://localhost:${port}`,
+    SECRET_KEY: randomBytes(32).toString("hex"),
+    ...vars,
+  };
   // `unset` leaves a variable to npm start's own defaults (e.g. ACCESS_URL following PORT).
   for (const key of options.unset ?? []) delete settings[key];
   return startLocalHerald({ port, settings, label: "herald-e2e", timeoutMs: 90_000 });

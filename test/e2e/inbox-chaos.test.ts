@@ -1,9 +1,9 @@
-import { createServer, connect, type Server, type Socket } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { isDeepStrictEqual } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createHeraldClient, watchInbox, type ChangeFrame, type HeraldClient, type NotificationFrame } from "../../src/client";
+import { type ChangeFrame, createHeraldClient, type HeraldClient, type NotificationFrame, watchInbox } from "../../src/client";
 import type { InboxNotification } from "../../src/inbox/model";
-import { freePort, startHerald, type RunningHerald } from "./herald";
+import { freePort, type RunningHerald, startHerald } from "./herald";
 
 // Sequenced sync under chaos (docs/inbox.md, "Sequenced sync"): one user's inbox takes at least 2,000 changes from
 // several sessions at once — deliveries and every kind of state change — while a synced watcher, the typed client's
@@ -315,7 +315,14 @@ describe("sequenced sync under chaos", () => {
     expect(listed.size).toBe(delivered);
     const differing = [...new Set([...rebuilt.keys(), ...listed.keys()])].filter((id) => !isDeepStrictEqual(rebuilt.get(id), listed.get(id)));
     // On a failure, both versions of each differing item: the frames' and the list's (the seed alone does not repeat a run).
-    expect(differing, JSON.stringify(differing.map((id) => ({ frames: rebuilt.get(id), list: listed.get(id) })), null, 1)).toEqual([]);
+    expect(
+      differing,
+      JSON.stringify(
+        differing.map((id) => ({ frames: rebuilt.get(id), list: listed.get(id) })),
+        null,
+        1,
+      ),
+    ).toEqual([]);
     expect(Object.fromEntries(rebuilt)).toEqual(Object.fromEntries(listed));
     const items = [...listed.values()];
     expect(final).toMatchObject({

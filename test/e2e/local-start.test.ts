@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { freePort, startHerald, type RunningHerald } from "./herald";
+import { freePort, type RunningHerald, startHerald } from "./herald";
 
 // npm start on another port (README, Two commands): links in notifications follow PORT unless ACCESS_URL is set.
 
@@ -19,10 +19,14 @@ async function testNotificationLink(url: string): Promise<string> {
     });
   const owner = { email: "owner@local.test", username: "owner", password: "lantern-orchard-river-93" };
   expect((await api("POST", "/users/first", owner)).status).toBe(201);
-  const { session_token: token } = (await (await api("POST", "/users/login", { email: owner.email, password: owner.password })).json()) as { session_token: string };
+  const { session_token: token } = (await (await api("POST", "/users/login", { email: owner.email, password: owner.password })).json()) as {
+    session_token: string;
+  };
   expect((await api("POST", "/notifications/test", undefined, token)).status).toBe(200);
   for (let i = 0; i < 100; i++) {
-    const { notifications } = (await (await api("GET", "/notifications/inbox", undefined, token)).json()) as { notifications: { actions: { url: string }[] }[] };
+    const { notifications } = (await (await api("GET", "/notifications/inbox", undefined, token)).json()) as {
+      notifications: { actions: { url: string }[] }[];
+    };
     const link = notifications[0]?.actions[0]?.url;
     if (link) return link;
     await new Promise((r) => setTimeout(r, 100));

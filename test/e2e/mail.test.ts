@@ -4,15 +4,17 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import PostalMime from "postal-mime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, startHerald, type RunningHerald } from "./herald";
-import { postfixUnavailable, startPostfix, type PostfixInstance } from "./postfix";
+import { freePort, type RunningHerald, startHerald } from "./herald";
+import { type PostfixInstance, postfixUnavailable, startPostfix } from "./postfix";
 
 // Herald (started by npm start's machinery) → a real Postfix 3.7 with Cyrus SASL (enabled, optional) over STARTTLS →
 // a local Maildir; then SpamAssassin scores each message offline after a simulated Internet hop (docs/email.md).
 // CI installs Postfix and SpamAssassin from Debian's packages and sets HERALD_REQUIRE_POSTFIX=1, which turns a missing
 // Postfix into a failure; elsewhere this file is skipped with the reason.
 
-const unavailable = postfixUnavailable() ?? (spawnSync("spamassassin", ["--version"]).status === 0 ? undefined : "spamassassin is missing (apt-get install spamassassin)");
+const unavailable =
+  postfixUnavailable() ??
+  (spawnSync("spamassassin", ["--version"]).status === 0 ? undefined : "spamassassin is missing (apt-get install spamassassin)");
 if (unavailable && process.env.HERALD_REQUIRE_POSTFIX === "1") throw new Error(`HERALD_REQUIRE_POSTFIX=1 but ${unavailable}`);
 if (unavailable) console.warn(`[skip] the Postfix + SpamAssassin test: ${unavailable}`);
 
@@ -99,7 +101,10 @@ describe.skipIf(Boolean(unavailable))("real Postfix and SpamAssassin (docs/email
     const { session_token: token } = (await login.json()) as { session_token: string };
 
     expect((await api("POST", "/notifications/test", undefined, token)).status).toBe(200);
-    const custom = { title: "Deploy finished", message: "Version **2.4.1** is live on all regions.\n\nSee the [release notes](https://example.com/releases/2.4.1) for what changed." };
+    const custom = {
+      title: "Deploy finished",
+      message: "Version **2.4.1** is live on all regions.\n\nSee the [release notes](https://example.com/releases/2.4.1) for what changed.",
+    };
     expect((await api("POST", "/notifications/custom", { content: custom }, token)).status).toBe(204);
     expect((await api("POST", "/users/otp/request", { email: OWNER.email })).status).toBe(204);
 
@@ -117,7 +122,11 @@ describe.skipIf(Boolean(unavailable))("real Postfix and SpamAssassin (docs/email
       scores.push({ subject: parsed.subject ?? "", ...spamassassin(simulateInternetHop(raw)) });
     }
     console.log(
-      ["| message | SpamAssassin score | rules that fired |", "|---|---|---|", ...scores.map((s) => `| ${s.subject} | ${s.score.toFixed(1)} | ${s.rules.map((r) => `${r.name} ${r.points}`).join(", ")} |`)].join("\n"),
+      [
+        "| message | SpamAssassin score | rules that fired |",
+        "|---|---|---|",
+        ...scores.map((s) => `| ${s.subject} | ${s.score.toFixed(1)} | ${s.rules.map((r) => `${r.name} ${r.points}`).join(", ")} |`),
+      ].join("\n"),
     );
     expect(subjects.sort()).toEqual(["A test notification", "Deploy finished", "Reset your password"]);
     for (const s of scores) expect(s.score, `${s.subject}: ${s.rules.map((r) => `${r.name}=${r.points}`).join(" ")}`).toBeLessThanOrEqual(1.0);

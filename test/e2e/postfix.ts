@@ -5,7 +5,7 @@
 // check, and local delivery of example.net to one Maildir. Needs root (Postfix's master runs as root and drops to the
 // postfix user) and the Debian packages postfix, sasl2-bin and libsasl2-modules; .ci/run installs them.
 import { execFileSync, spawnSync } from "node:child_process";
-import { chownSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import path from "node:path";
 
@@ -44,7 +44,13 @@ function id(flag: "-u" | "-g", name: string): number {
 export function startPostfix(port: number): PostfixInstance {
   const dir = mkdtempSync(path.join(tmpdir(), "herald-postfix-"));
   chmodSync(dir, 0o755);
-  const [etc, spool, data, mail, sasl] = ["etc", "spool", "data", "mail", "sasl"].map((d) => path.join(dir, d)) as [string, string, string, string, string];
+  const [etc, spool, data, mail, sasl] = ["etc", "spool", "data", "mail", "sasl"].map((d) => path.join(dir, d)) as [
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
   const postfixUid = id("-u", "postfix");
   const postfixGid = id("-g", "postfix");
   const postdropGid = Number(execFileSync("getent", ["group", "postdrop"]).toString().split(":")[2]);
@@ -129,7 +135,10 @@ maillog_file_prefixes = ${dir}
     ].join("\n"),
   );
   const sasldb = path.join(sasl, "sasldb2");
-  writeFileSync(path.join(etc, "sasl", "smtpd.conf"), `pwcheck_method: auxprop\nauxprop_plugin: sasldb\nmech_list: PLAIN LOGIN CRAM-MD5\nsasldb_path: ${sasldb}\n`);
+  writeFileSync(
+    path.join(etc, "sasl", "smtpd.conf"),
+    `pwcheck_method: auxprop\nauxprop_plugin: sasldb\nmech_list: PLAIN LOGIN CRAM-MD5\nsasldb_path: ${sasldb}\n`,
+  );
   const passwd = spawnSync("/usr/sbin/saslpasswd2", ["-p", "-c", "-f", sasldb, "-u", "example.net", "herald"], { input: "relay-secret" });
   if (passwd.status !== 0) throw new Error(`saslpasswd2 failed: ${passwd.stderr.toString()}`);
   chownSync(sasldb, postfixUid, postfixGid);

@@ -1,8 +1,8 @@
 import PostalMime from "postal-mime";
-import type { TestProject } from "vitest/node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createHeraldClient, watchInbox, type NotificationFrame } from "../../src/client";
-import { freePort, startHerald, type RunningHerald } from "./herald";
+import type { TestProject } from "vitest/node";
+import { createHeraldClient, type NotificationFrame, watchInbox } from "../../src/client";
+import { freePort, type RunningHerald, startHerald } from "./herald";
 
 // End to end over real HTTP and WebSockets: Herald started by npm start's own machinery (scripts/dev.mjs →
 // wrangler dev) on a free port, with a real SMTP server, webhook receiver and OpenID provider beside it.
@@ -12,7 +12,10 @@ let peers: Record<string, string | number>;
 let stopPeers: () => Promise<void>;
 
 const control = async (path: string, body?: unknown) => {
-  const res = await fetch(`http://127.0.0.1:${peers.peerPort}${path}`, body === undefined ? {} : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(
+    `http://127.0.0.1:${peers.peerPort}${path}`,
+    body === undefined ? {} : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) },
+  );
   return res.json() as Promise<unknown>;
 };
 
@@ -94,7 +97,10 @@ describe("the whole story, as clients live it", () => {
     const statuses: string[] = [];
     const watch = watchInbox({ baseUrl: herald.url, token: memberToken, onNotification: (f) => frames.push(f), onStatus: (s) => statuses.push(s) });
     await waitFor(async () => (statuses.includes("open") ? true : undefined));
-    expect((await me.notifications.custom.$post({ json: { content: { title: "Release **1.0** shipped", message: "Go [look](https://example.com)" } } })).status).toBe(204);
+    expect(
+      (await me.notifications.custom.$post({ json: { content: { title: "Release **1.0** shipped", message: "Go [look](https://example.com)" } } }))
+        .status,
+    ).toBe(204);
     const frame = await waitFor(async () => frames[0]);
     expect(frame.notification.title).toBe("Release **1.0** shipped");
     expect(frame.unread_count).toBe(1);
@@ -162,7 +168,8 @@ class Jar {
 describe("every endpoint over real HTTP", () => {
   it("answers each endpoint of the interface as documented", async () => {
     const anonymous = createHeraldClient({ baseUrl: herald.url });
-    const login = async (email: string, password: string) => (await (await anonymous.users.login.$post({ json: { email, password } })).json()).session_token;
+    const login = async (email: string, password: string) =>
+      (await (await anonymous.users.login.$post({ json: { email, password } })).json()).session_token;
     const ownerToken = await login("owner@e2e.test", "copper-meadow-lantern-81");
     const owner = createHeraldClient({ baseUrl: herald.url, token: ownerToken });
 
@@ -191,7 +198,9 @@ describe("every endpoint over real HTTP", () => {
     expect(posted.status).toBe(202);
     const broadcast = await posted.json();
     expect(broadcast.recipients).toBe(1);
-    expect(await (await owner.notifications.broadcasts.$post({ json: broadcastBody, header: { "idempotency-key": "story-1" } })).json()).toEqual(broadcast);
+    expect(await (await owner.notifications.broadcasts.$post({ json: broadcastBody, header: { "idempotency-key": "story-1" } })).json()).toEqual(
+      broadcast,
+    );
     const done = await waitFor(async () => {
       const progress = await (await owner.notifications.broadcasts[":id"].$get({ param: { id: broadcast.id } })).json();
       return progress.completed_at ? progress : undefined;
@@ -218,7 +227,9 @@ describe("every endpoint over real HTTP", () => {
     // Custom Notification (N1's) and Broadcast (docs/broadcasts.md).
     expect((await (await owner.notifications.templates.custom.$get()).json()).length).toBe(2);
     expect((await owner.users[":user"].notifications.preferences.$get({ param: { user: "me" } })).status).toBe(200);
-    expect((await owner.users[":user"].notifications.preferences.$put({ param: { user: "me" }, json: { template_disabled_map: {} } })).status).toBe(200);
+    expect((await owner.users[":user"].notifications.preferences.$put({ param: { user: "me" }, json: { template_disabled_map: {} } })).status).toBe(
+      200,
+    );
 
     // A7 and external sign-in through the real OpenID provider.
     const convert = await owner.users[":user"]["convert-login"].$post({ param: { user: temp.id }, json: { password: "x", to_type: "oidc" } });

@@ -157,11 +157,19 @@ describe("every JSON body is validated: bad bodies are a 400 naming the field, a
       for (const name of required) {
         const { [name]: _dropped, ...missing } = good;
         const body = await rejectedWithoutChange(() => call(c.method, path, { token, body: missing }), { status: 400 });
-        expect(body.validations?.map((v) => v.field.split(".")[0]), `${name} missing`).toContain(name);
+        expect(
+          body.validations?.map((v) => v.field.split(".")[0]),
+          `${name} missing`,
+        ).toContain(name);
       }
       for (const [name, property] of Object.entries(properties)) {
-        const body = await rejectedWithoutChange(() => call(c.method, path, { token, body: { ...good, [name]: wrongType(property) } }), { status: 400 });
-        expect(body.validations?.map((v) => v.field.split(".")[0]), `${name} of the wrong type`).toContain(name);
+        const body = await rejectedWithoutChange(() => call(c.method, path, { token, body: { ...good, [name]: wrongType(property) } }), {
+          status: 400,
+        });
+        expect(
+          body.validations?.map((v) => v.field.split(".")[0]),
+          `${name} of the wrong type`,
+        ).toContain(name);
       }
     });
   }
@@ -177,7 +185,10 @@ describe("every validated query refuses unknown and malformed parameters with 40
         if (schema.type === "string" && !Array.isArray(schema.enum) && schema.pattern === undefined && schema.format === undefined) continue;
         const res = await call(c.method, `${apiPath(c.path)}?${p.name}=${encodeURIComponent("%not valid%")}`, { token });
         const body = await expectRejected(res, { status: 400 });
-        expect(body.validations?.map((v) => v.field), p.name).toContain(p.name);
+        expect(
+          body.validations?.map((v) => v.field),
+          p.name,
+        ).toContain(p.name);
       }
     });
   }

@@ -9,22 +9,22 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { Env } from "../../src/env";
-import { signValue } from "../../src/lib/signed";
-import { TEMPLATE_IDS } from "../../src/notifications/templates";
 import { AuthMessages } from "../../src/auth/messages";
+import type { Env } from "../../src/env";
 import { ExternalMessages } from "../../src/external/messages";
 import { Messages } from "../../src/http/errors";
-import { call, createUser, expectError, json, owner, type TestUser, fetchApp, send } from "../helpers";
+import { signValue } from "../../src/lib/signed";
+import { TEMPLATE_IDS } from "../../src/notifications/templates";
+import { call, createUser, expectError, fetchApp, json, owner, send, type TestUser } from "../helpers";
 import {
   CookieJar,
   followRedirects,
+  type GithubAccount,
   githubNextError,
   githubNextLogin,
+  type OidcAccount,
   oidcNextError,
   oidcNextLogin,
-  type GithubAccount,
-  type OidcAccount,
   type RedirectChain,
 } from "./oauth-peers";
 
@@ -117,10 +117,7 @@ interface Flow {
 }
 
 /** A whole sign-in: start at Herald, through the provider, back to Herald's callback. */
-async function signIn(
-  callback: string,
-  options: { jar?: CookieJar; query?: Record<string, string>; override?: EnvOverride } = {},
-): Promise<Flow> {
+async function signIn(callback: string, options: { jar?: CookieJar; query?: Record<string, string>; override?: EnvOverride } = {}): Promise<Flow> {
   const jar = options.jar ?? new CookieJar();
   const { authorize } = await start(callback, jar, options.query, options.override);
   const back = await throughProvider(authorize, jar);
@@ -408,7 +405,12 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
     tampered.set(OIDC_CALLBACK, `${FLOW_COOKIE}=${tamper(flow)}; Path=/api/v2/users`);
     await expectError(await herald(back, tampered), 400, ExternalMessages.cookieInvalid("sign-in"));
     const foreign = new CookieJar();
-    const forged = await signValue("another-secret-0123456789abcdefghijklmnopq", FLOW_COOKIE, { state: back.searchParams.get("state") }, Date.now() + 60_000);
+    const forged = await signValue(
+      "another-secret-0123456789abcdefghijklmnopq",
+      FLOW_COOKIE,
+      { state: back.searchParams.get("state") },
+      Date.now() + 60_000,
+    );
     foreign.set(OIDC_CALLBACK, `${FLOW_COOKIE}=${forged}; Path=/api/v2/users`);
     await expectError(await herald(back, foreign), 400, ExternalMessages.cookieInvalid("sign-in"));
     // A correctly signed but expired flow.
@@ -548,7 +550,10 @@ describe("A7 POST /users/{user}/convert-login (SPEC §3)", () => {
     expect(row?.state_hmac).not.toContain(body.state_string);
 
     // The same user by UUID or username works too; github is configured as well.
-    const gh = await call("POST", `/users/${user.username}/convert-login`, { token: user.token, body: { password: user.password, to_type: "github" } });
+    const gh = await call("POST", `/users/${user.username}/convert-login`, {
+      token: user.token,
+      body: { password: user.password, to_type: "github" },
+    });
     expect(gh.status).toBe(201);
     expect((await json<{ to_type: string }>(gh)).to_type).toBe("github");
   });
@@ -636,7 +641,11 @@ describe("rate limits of the callbacks and A7 (issue 5 §4)", () => {
     const client = { "CF-Connecting-IP": `198.51.100.${Math.floor(Math.random() * 250)}` };
     let limited: Response | undefined;
     for (let i = 0; i < 25 && !limited; i++) {
-      const res = await call("POST", "/users/me/convert-login", { token: user.token, headers: client, body: { password: "not-the-password-1", to_type: "oidc" } });
+      const res = await call("POST", "/users/me/convert-login", {
+        token: user.token,
+        headers: client,
+        body: { password: "not-the-password-1", to_type: "oidc" },
+      });
       if (res.status === 429) limited = res;
       else await expectError(res, 401, AuthMessages.incorrectLogin);
     }
@@ -697,7 +706,9 @@ describe("A7 conversion, end to end through the provider (issue 5 §4, §5)", ()
     expect(row?.login_type).toBe("oidc");
     expect(row?.hashed_password).toBeNull();
     expect((await linksOf(user.id)).map((l) => [l.issuer, l.subject, l.login_type])).toEqual([[ISSUER, account.sub, "oidc"]]);
-    const conversion = await env.DB.prepare("SELECT used_at FROM login_conversions WHERE user_id = ?").bind(user.id).first<{ used_at: string | null }>();
+    const conversion = await env.DB.prepare("SELECT used_at FROM login_conversions WHERE user_id = ?")
+      .bind(user.id)
+      .first<{ used_at: string | null }>();
     expect(conversion?.used_at).toBeTruthy();
 
     // Every old session and token is dead; only the new one works.
@@ -806,13 +817,26 @@ describe("A7 conversion, end to end through the provider (issue 5 §4, §5)", ()
 
     const tampered = new CookieJar();
     tampered.set(OIDC_CALLBACK, `${CONVERSION_COOKIE}=${tamper(jar.get(OIDC_CALLBACK, CONVERSION_COOKIE) ?? "")}; Path=/api/v2/users`);
-    await expectError(await herald(withQuery(OIDC_CALLBACK, { oidc_merge_state: state }), tampered), 400, ExternalMessages.cookieInvalid("login conversion"));
+    await expectError(
+      await herald(withQuery(OIDC_CALLBACK, { oidc_merge_state: state }), tampered),
+      400,
+      ExternalMessages.cookieInvalid("login conversion"),
+    );
 
     // A cookie naming another user, signed under another key, is not accepted either.
     const forged = new CookieJar();
-    const value = await signValue("another-secret-0123456789abcdefghijklmnopq", CONVERSION_COOKIE, { state, userId: user.id, toType: "oidc" }, Date.now() + 60_000);
+    const value = await signValue(
+      "another-secret-0123456789abcdefghijklmnopq",
+      CONVERSION_COOKIE,
+      { state, userId: user.id, toType: "oidc" },
+      Date.now() + 60_000,
+    );
     forged.set(OIDC_CALLBACK, `${CONVERSION_COOKIE}=${value}; Path=/api/v2/users`);
-    await expectError(await herald(withQuery(OIDC_CALLBACK, { oidc_merge_state: state }), forged), 400, ExternalMessages.cookieInvalid("login conversion"));
+    await expectError(
+      await herald(withQuery(OIDC_CALLBACK, { oidc_merge_state: state }), forged),
+      400,
+      ExternalMessages.cookieInvalid("login conversion"),
+    );
     expect((await userRow(user.id))?.login_type).toBe("password");
   });
 
@@ -964,7 +988,11 @@ describe("GitHub sign-in against the stand-in (issue 5 §2)", () => {
     const user = await createUser();
     const jar = new CookieJar();
     const { state } = await convert(user, "oidc", jar);
-    await expectError(await herald(withQuery(GITHUB_CALLBACK, { oidc_merge_state: state }), jar), 400, ExternalMessages.conversionForOther("oidc", "github"));
+    await expectError(
+      await herald(withQuery(GITHUB_CALLBACK, { oidc_merge_state: state }), jar),
+      400,
+      ExternalMessages.conversionForOther("oidc", "github"),
+    );
   });
 
   it("answers bad_verification_code (a replayed code under a fresh flow) with 400", async () => {
@@ -996,7 +1024,9 @@ describe("provider trouble", () => {
     // A live server with no issuer at that path: discovery gets a 404 and fails. (A refused connection takes the same
     // branch; it is not used here because workerd logs the refused socket as an uncaught exception of its own.)
     const res = await fetchApp(
-      new Request("http://localhost:8787/api/v2/users/oidc/callback", { headers: { "CF-Connecting-IP": `203.0.113.${Math.floor(Math.random() * 250)}` } }),
+      new Request("http://localhost:8787/api/v2/users/oidc/callback", {
+        headers: { "CF-Connecting-IP": `203.0.113.${Math.floor(Math.random() * 250)}` },
+      }),
       { ...env, OIDC_ISSUER_URL: `${env.PEER_URL}/no-such-issuer` } as Env,
       ctx,
     );
@@ -1007,7 +1037,9 @@ describe("provider trouble", () => {
   it("an unconfigured provider answers 400 and starts nothing", async () => {
     const ctx = createExecutionContext();
     const res = await fetchApp(
-      new Request("http://localhost:8787/api/v2/users/oauth2/github/callback", { headers: { "CF-Connecting-IP": `203.0.113.${Math.floor(Math.random() * 250)}` } }),
+      new Request("http://localhost:8787/api/v2/users/oauth2/github/callback", {
+        headers: { "CF-Connecting-IP": `203.0.113.${Math.floor(Math.random() * 250)}` },
+      }),
       { ...env, GITHUB_CLIENT_ID: "", GITHUB_CLIENT_SECRET: "" } as Env,
       ctx,
     );

@@ -4,15 +4,7 @@
 import { env } from "cloudflare:workers";
 import * as client from "openid-client";
 import { describe, expect, it } from "vitest";
-import {
-  CookieJar,
-  followRedirects,
-  githubNextError,
-  githubNextLogin,
-  oidcNextError,
-  oidcNextLogin,
-  type RedirectChain,
-} from "./oauth-peers";
+import { CookieJar, followRedirects, githubNextError, githubNextLogin, oidcNextError, oidcNextLogin, type RedirectChain } from "./oauth-peers";
 
 const ACCESS_URL = "http://localhost:8787";
 const OIDC_CALLBACK = `${ACCESS_URL}/api/v2/users/oidc/callback`;
@@ -110,13 +102,9 @@ describe("OpenID Provider peer", () => {
     expect(discovery.issuer).toBe(issuer);
     expect(discovery.authorization_endpoint.startsWith(`${issuer}/`)).toBe(true);
     expect(discovery.code_challenge_methods_supported).toEqual(["S256"]);
-    expect(discovery.token_endpoint_auth_methods_supported).toEqual(
-      expect.arrayContaining(["client_secret_basic", "client_secret_post"]),
-    );
+    expect(discovery.token_endpoint_auth_methods_supported).toEqual(expect.arrayContaining(["client_secret_basic", "client_secret_post"]));
     expect(discovery.scopes_supported).toEqual(expect.arrayContaining(["openid", "email", "profile"]));
-    expect(discovery.claims_supported).toEqual(
-      expect.arrayContaining(["sub", "email", "email_verified", "name", "preferred_username"]),
-    );
+    expect(discovery.claims_supported).toEqual(expect.arrayContaining(["sub", "email", "email_verified", "name", "preferred_username"]));
     const jwks = await (await fetch(discovery.jwks_uri)).json<{ keys: { kty: string; alg: string; d?: string }[] }>();
     expect(jwks.keys).toEqual([expect.objectContaining({ kty: "RSA", alg: "RS256" })]);
     expect(jwks.keys[0]?.d).toBeUndefined();
@@ -144,13 +132,7 @@ describe("OpenID Provider peer", () => {
     const code = callback.searchParams.get("code");
     expect(code).toBeTruthy();
     // authorize → login interaction → resume → consent interaction → resume → callback, carried by cookies.
-    expect(chain.hops.map((h) => new URL(h.url).pathname.split("/")[1])).toEqual([
-      "auth",
-      "interaction",
-      "auth",
-      "interaction",
-      "auth",
-    ]);
+    expect(chain.hops.map((h) => new URL(h.url).pathname.split("/")[1])).toEqual(["auth", "interaction", "auth", "interaction", "auth"]);
 
     const tokenRes = await fetch(discovery.token_endpoint, {
       method: "POST",

@@ -12,7 +12,7 @@ import { env } from "cloudflare:workers";
 import type { GithubAccount, GithubScriptedError } from "../peers/github";
 import type { OidcAccount, OidcScriptedError } from "../peers/oidc";
 
-export type { GithubAccount,  } from "../peers/github";
+export type { GithubAccount } from "../peers/github";
 export type { OidcAccount } from "../peers/oidc";
 
 async function control(path: string, body: unknown): Promise<void> {

@@ -2,7 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { Messages } from "../../src/http/errors";
-import { call, createUser, expectError, json, owner, fetchApp } from "../helpers";
+import { call, createUser, expectError, fetchApp, json, owner } from "../helpers";
 
 describe("SPEC §1 conventions", () => {
   it("answers an unknown route under /api/v2 with 404 Route not found.", async () => {
@@ -77,7 +77,11 @@ describe("SPEC §1 conventions", () => {
     const secure = { ...env, ACCESS_URL: "https://herald.example.com" };
     const ctx = createExecutionContext();
     const signIn = await fetchApp(
-      new Request("https://herald.example.com/api/v2/users/login", { method: "POST", body: JSON.stringify({ email, password }), headers: { "CF-Connecting-IP": "198.51.100.7" } }),
+      new Request("https://herald.example.com/api/v2/users/login", {
+        method: "POST",
+        body: JSON.stringify({ email, password }),
+        headers: { "CF-Connecting-IP": "198.51.100.7" },
+      }),
       secure,
       ctx,
     );
@@ -91,7 +95,11 @@ describe("SPEC §1 conventions", () => {
     const me = await fetchApp(new Request("https://herald.example.com/api/v2/users/me", { headers: { Cookie: pair } }), secure, ctx);
     expect(me.status).toBe(200);
     // The unprefixed name is not a session over https: a plain-http page on the host could have planted it.
-    const planted = await fetchApp(new Request("https://herald.example.com/api/v2/users/me", { headers: { Cookie: pair.replace("__Host-", "") } }), secure, ctx);
+    const planted = await fetchApp(
+      new Request("https://herald.example.com/api/v2/users/me", { headers: { Cookie: pair.replace("__Host-", "") } }),
+      secure,
+      ctx,
+    );
     expect(planted.status).toBe(401);
     await waitOnExecutionContext(ctx);
   });
@@ -107,7 +115,10 @@ describe("SPEC §1 conventions", () => {
       await call("GET", "/users/me", { token: forged, headers: { "CF-Connecting-IP": "203.0.113.9", "X-Request-Id": "trace-0001-abc" } });
       await call("POST", "/users/login", { body: { email: member.email, password: "not-the-password-at-all" } });
       await call("GET", "/notifications/settings", { token: member.token });
-      await call("PUT", "/users/me/password", { token: member.token, body: { old_password: "wrong-old-password", password: "brand-new-passphrase-88" } });
+      await call("PUT", "/users/me/password", {
+        token: member.token,
+        body: { old_password: "wrong-old-password", password: "brand-new-passphrase-88" },
+      });
       await call("PUT", "/notifications/settings", { token: member.token, body: { notifier_paused: true } });
     } finally {
       spy.mockRestore();
@@ -244,7 +255,11 @@ describe("request ids", () => {
   // Creating a token writes an audit row carrying the request id.
   const createTokenWith = async (requestId: string) => {
     const admin = await owner();
-    const res = await call("POST", "/users/me/keys/tokens", { token: admin.token, headers: { "X-Request-Id": requestId }, body: { token_name: `t-${crypto.randomUUID().slice(0, 8)}` } });
+    const res = await call("POST", "/users/me/keys/tokens", {
+      token: admin.token,
+      headers: { "X-Request-Id": requestId },
+      body: { token_name: `t-${crypto.randomUUID().slice(0, 8)}` },
+    });
     expect(res.status).toBe(201);
     return res;
   };
@@ -260,7 +275,15 @@ describe("request ids", () => {
 
   it("replaces anything else with a fresh UUID, so no client text reaches the audit log", async () => {
     // Non-ASCII fails the same character class; it is not sent here because workerd warns on building such a header.
-    for (const given of ["short", "x".repeat(65), "<script>alert(1)</script>", "a b c d e f g h", "-leading-dash-1234", "request/id/with/slashes", "id;with=separators"]) {
+    for (const given of [
+      "short",
+      "x".repeat(65),
+      "<script>alert(1)</script>",
+      "a b c d e f g h",
+      "-leading-dash-1234",
+      "request/id/with/slashes",
+      "id;with=separators",
+    ]) {
       const res = await createTokenWith(given);
       const answered = res.headers.get("X-Request-Id") ?? "";
       expect(answered).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);

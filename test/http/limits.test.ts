@@ -35,7 +35,9 @@ describe("lists at their maximum never reach a database limit", () => {
     const user = await createUser();
     const ids: string[] = [];
     for (let i = 0; i < 100; i++) ids.push((await deliver(user.id)).id);
-    const checks = Object.fromEntries(ids.map((id, i) => [`n${i}`, { action: "read", object: { resource_type: "inbox_notification", resource_id: id } }]));
+    const checks = Object.fromEntries(
+      ids.map((id, i) => [`n${i}`, { action: "read", object: { resource_type: "inbox_notification", resource_id: id } }]),
+    );
     const res = await call("POST", "/authcheck", { token: user.token, body: { checks } });
     expect(res.status, await res.clone().text()).toBe(200);
     expect(Object.values(await json<Record<string, boolean>>(res)).every(Boolean)).toBe(true);

@@ -10,9 +10,9 @@ import { deliver, TEMPLATE_A, watch } from "../inbox/inbox-helpers";
 
 /** The id with each letter's case flipped at random. */
 const anyCase = (id: string) =>
-  fc.array(fc.boolean(), { minLength: id.length, maxLength: id.length }).map((flips) =>
-    [...id].map((ch, i) => (flips[i] ? ch.toUpperCase() : ch.toLowerCase())).join(""),
-  );
+  fc
+    .array(fc.boolean(), { minLength: id.length, maxLength: id.length })
+    .map((flips) => [...id].map((ch, i) => (flips[i] ? ch.toUpperCase() : ch.toLowerCase())).join(""));
 
 const RUNS = { numRuns: 8 };
 
@@ -128,7 +128,10 @@ describe("UUIDs in any case (canonical lower case)", () => {
   it("map keys: PUT /users/{user}/notifications/preferences template_disabled_map", async () => {
     await fc.assert(
       fc.asyncProperty(anyCase(TEMPLATE_IDS.test), fc.boolean(), async (key, disabled) => {
-        const res = await call("PUT", `/users/${fx.user.id}/notifications/preferences`, { token: fx.user.token, body: { template_disabled_map: { [key]: disabled } } });
+        const res = await call("PUT", `/users/${fx.user.id}/notifications/preferences`, {
+          token: fx.user.token,
+          body: { template_disabled_map: { [key]: disabled } },
+        });
         expect(res.status).toBe(200);
         const prefs = await json<{ id: string; disabled: boolean }[]>(res);
         expect(prefs.filter((p) => p.id.toLowerCase() === TEMPLATE_IDS.test)).toEqual([expect.objectContaining({ id: TEMPLATE_IDS.test, disabled })]);

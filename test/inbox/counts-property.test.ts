@@ -7,14 +7,14 @@ import type { UserInbox } from "../../src/inbox/user-inbox";
 import { call, createUser, json, type TestUser } from "../helpers";
 import {
   applyFrame,
-  bulk,
   type BulkFilter,
+  bulk,
   counts,
   countsOf,
   deliver,
   framesUntil,
-  inbox,
   type ItemBody,
+  inbox,
   type ListBody,
   list,
   listAll,

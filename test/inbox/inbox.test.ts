@@ -1,9 +1,9 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { FALLBACK_ICONS } from "../../src/inbox/model";
-import type { UserInbox } from "../../src/inbox/user-inbox";
 import { Messages } from "../../src/http/errors";
 import { InboxMessages } from "../../src/inbox/messages";
+import { FALLBACK_ICONS } from "../../src/inbox/model";
+import type { UserInbox } from "../../src/inbox/user-inbox";
 import { call, createUser, expectError, json } from "../helpers";
 import { deliver, inbox, list, TEMPLATE_A, TEMPLATE_B } from "./inbox-helpers";
 
@@ -118,7 +118,10 @@ describe("N3 GET /notifications/inbox (SPEC §4)", () => {
     ];
     for (const [query, field] of cases) {
       const body = await expectError(await call("GET", `/notifications/inbox${query}`, { token: user.token }), 400, Messages.validation);
-      expect(body.validations?.map((v) => v.field), query).toContain(field);
+      expect(
+        body.validations?.map((v) => v.field),
+        query,
+      ).toContain(field);
     }
   });
 
@@ -157,7 +160,9 @@ describe("N6 PUT /notifications/inbox/{id}/read-status", () => {
     expect(Date.parse(readBody.notification.read_at ?? "")).toBeGreaterThan(0);
     expect(readBody.unread_count).toBe(1);
     // Setting the same state again changes nothing.
-    const again = await json<{ unread_count: number }>(await call("PUT", `/notifications/inbox/${n.id}/read-status`, { token: user.token, body: { is_read: true } }));
+    const again = await json<{ unread_count: number }>(
+      await call("PUT", `/notifications/inbox/${n.id}/read-status`, { token: user.token, body: { is_read: true } }),
+    );
     expect(again.unread_count).toBe(1);
     const unread = await json<{ notification: { read_at: string | null }; unread_count: number }>(
       await call("PUT", `/notifications/inbox/${n.id}/read-status`, { token: user.token, body: { is_read: false } }),
@@ -170,12 +175,23 @@ describe("N6 PUT /notifications/inbox/{id}/read-status", () => {
     const user = await createUser();
     const other = await createUser();
     const theirs = await deliver(other.id);
-    await expectError(await call("PUT", "/notifications/inbox/abc/read-status", { token: user.token, body: { is_read: true } }), 400, Messages.validation);
-    const missing = await expectError(await call("PUT", `/notifications/inbox/${theirs.id}/read-status`, { token: user.token, body: {} }), 400, Messages.validation);
+    await expectError(
+      await call("PUT", "/notifications/inbox/abc/read-status", { token: user.token, body: { is_read: true } }),
+      400,
+      Messages.validation,
+    );
+    const missing = await expectError(
+      await call("PUT", `/notifications/inbox/${theirs.id}/read-status`, { token: user.token, body: {} }),
+      400,
+      Messages.validation,
+    );
     expect(missing.validations?.[0]?.field).toBe("is_read");
     await expectError(await call("PUT", `/notifications/inbox/${theirs.id}/read-status`, { token: user.token, body: { is_read: "yes" } }), 400);
     await expectError(await call("PUT", `/notifications/inbox/${theirs.id}/read-status`, { token: user.token, body: { is_read: true } }), 404);
-    await expectError(await call("PUT", `/notifications/inbox/${crypto.randomUUID()}/read-status`, { token: user.token, body: { is_read: true } }), 404);
+    await expectError(
+      await call("PUT", `/notifications/inbox/${crypto.randomUUID()}/read-status`, { token: user.token, body: { is_read: true } }),
+      404,
+    );
     // The other user's notification is untouched.
     expect((await list(other.token)).notifications[0]?.read_at).toBeNull();
   });
@@ -226,8 +242,7 @@ describe("delivery entry point", () => {
       const target = base[i % base.length];
       if (i % 7 === 0) {
         ops.push(call("PUT", "/notifications/inbox/mark-all-as-read", { token: user.token }).then((r) => expect(r.status).toBe(204)));
-      }
-      else if (i % 3 === 0 && target) ops.push(stub.setReadStatus(target.id, i % 2 === 0));
+      } else if (i % 3 === 0 && target) ops.push(stub.setReadStatus(target.id, i % 2 === 0));
       else ops.push(deliver(user.id));
       if (i % 5 === 0 && target) ops.push(deliver(user.id, { ...target })); // duplicate delivery
     }

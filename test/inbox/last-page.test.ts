@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { UserInbox } from "../../src/inbox/user-inbox";
 import { createUser } from "../helpers";
-import { bulk, deliver, fromNow, inbox, list, type ListBody, markAllRead, setArchived, setRead, snooze } from "./inbox-helpers";
+import { bulk, deliver, fromNow, inbox, type ListBody, list, markAllRead, setArchived, setRead, snooze } from "./inbox-helpers";
 
 // docs/inbox.md, "The last page, kept": the object answers the same list asked again from the page it last sent, and
 // every change drops that page first, so a list never shows anything stale.

@@ -113,7 +113,11 @@ describe("safeHref: the link policy", () => {
       fc.string({ unit: "binary", maxLength: 40 }),
       fc.constantFrom(...NASTY_STRINGS),
       fc
-        .tuple(fc.constantFrom("http", "https", "mailto", "javascript", "data", "HTTP", "ftp"), fc.constantFrom(":", "://", ":/", ":\\\\", "://\\"), fc.string({ unit: "binary", maxLength: 20 }))
+        .tuple(
+          fc.constantFrom("http", "https", "mailto", "javascript", "data", "HTTP", "ftp"),
+          fc.constantFrom(":", "://", ":/", ":\\\\", "://\\"),
+          fc.string({ unit: "binary", maxLength: 20 }),
+        )
         .map(([a, b, c]) => a + b + c),
     );
     fc.assert(
@@ -219,7 +223,34 @@ describe("markdownToHtml: links and images follow the link policy", () => {
 });
 
 describe("markdownToHtml: properties", () => {
-  const ALLOWED_TAGS = new Set(["p", "a", "em", "strong", "del", "code", "pre", "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "input"]);
+  const ALLOWED_TAGS = new Set([
+    "p",
+    "a",
+    "em",
+    "strong",
+    "del",
+    "code",
+    "pre",
+    "ul",
+    "ol",
+    "li",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "blockquote",
+    "hr",
+    "br",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "input",
+  ]);
   const ALLOWED_ATTRIBUTES = new Set(["href", "class", "align", "start", "type", "disabled", "checked"]);
 
   const markdownish = fc
@@ -228,8 +259,39 @@ describe("markdownToHtml: properties", () => {
         fc.string({ unit: "binary", maxLength: 16 }),
         fc.constantFrom(...NASTY_STRINGS),
         fc.constantFrom(
-          "**", "_", "`", "```", "\n", "\n\n", "# ", "> ", "- ", "1. ", "- [ ] ", "|", "---", "\\", "&amp;", "&#106;", "[", "](", ")", "![", "<", ">",
-          '"', "'", "javascript:", "https://x.example", "//evil.example", "<script>", "<img src=x onerror=alert(1)>", "<a href='javascript:x'>", "</a>", "<div>", "\u0000",
+          "**",
+          "_",
+          "`",
+          "```",
+          "\n",
+          "\n\n",
+          "# ",
+          "> ",
+          "- ",
+          "1. ",
+          "- [ ] ",
+          "|",
+          "---",
+          "\\",
+          "&amp;",
+          "&#106;",
+          "[",
+          "](",
+          ")",
+          "![",
+          "<",
+          ">",
+          '"',
+          "'",
+          "javascript:",
+          "https://x.example",
+          "//evil.example",
+          "<script>",
+          "<img src=x onerror=alert(1)>",
+          "<a href='javascript:x'>",
+          "</a>",
+          "<div>",
+          "\u0000",
         ),
       ),
       { maxLength: 30 },
@@ -240,9 +302,11 @@ describe("markdownToHtml: properties", () => {
     fc.assert(
       fc.property(markdownish, (markdown) => {
         const out = html(markdown);
-        for (const [, name = ""] of out.matchAll(/<\/?([A-Za-z][A-Za-z0-9-]*)/g)) expect(ALLOWED_TAGS, `tag <${name}> in ${out}`).toContain(name.toLowerCase());
+        for (const [, name = ""] of out.matchAll(/<\/?([A-Za-z][A-Za-z0-9-]*)/g))
+          expect(ALLOWED_TAGS, `tag <${name}> in ${out}`).toContain(name.toLowerCase());
         for (const [, tag = ""] of out.matchAll(/<([A-Za-z][^>]*)>/g)) {
-          for (const [, attr = ""] of tag.matchAll(/\s([^\s=]+)(?==|\s|$)/g)) expect(ALLOWED_ATTRIBUTES, `attribute ${attr} in ${out}`).toContain(attr.toLowerCase());
+          for (const [, attr = ""] of tag.matchAll(/\s([^\s=]+)(?==|\s|$)/g))
+            expect(ALLOWED_ATTRIBUTES, `attribute ${attr} in ${out}`).toContain(attr.toLowerCase());
         }
         for (const [, href = ""] of out.matchAll(/href="([^"]*)"/g)) expect(decode(href)).toMatch(/^(https?:\/\/[^/\\]|mailto:)/i);
         expect(out).not.toMatch(/<input(?![^>]*type="checkbox")/);

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { chromium, type Browser } from "playwright-core";
+import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHerald } from "./harness";
 
@@ -28,7 +28,15 @@ describe.skipIf(!available)("N5 from a real browser on another origin", () => {
     dashboard = await dashboardServer();
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
     });
   }, 120_000);
 
@@ -68,8 +76,15 @@ describe.skipIf(!available)("N5 from a real browser on another origin", () => {
     const id = crypto.randomUUID();
     const inbox = herald.env.USER_INBOX.get(herald.env.USER_INBOX.idFromName(me.id));
     await inbox.deliver({
-      id, userId: me.id, templateId: "c425f63e-716a-4bf4-ae24-78348f706c3f", templateGroup: "Notification Events",
-      targets: [], title: "Deploy **finished**", content: "See [logs](https://ci.example.com)", icon: "", actions: [],
+      id,
+      userId: me.id,
+      templateId: "c425f63e-716a-4bf4-ae24-78348f706c3f",
+      templateGroup: "Notification Events",
+      targets: [],
+      title: "Deploy **finished**",
+      content: "See [logs](https://ci.example.com)",
+      icon: "",
+      actions: [],
       createdAt: new Date().toISOString(),
     });
     await page.waitForFunction(() => (window as unknown as { frames_: string[] }).frames_.length > 0, undefined, { timeout: 10_000 });

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
-import { createTestHarness } from "wrangler";
 import type { D1Database } from "@cloudflare/workers-types";
+import { createTestHarness } from "wrangler";
 import type { InboxDelivery } from "../../src/inbox/model";
 import { PINNED_VARS } from "../fixtures/vars";
 

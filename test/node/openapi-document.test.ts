@@ -31,12 +31,14 @@ const DELIBERATE_WARNINGS: Record<string, { why: string; where: RegExp }> = {
   // Routes that read no input and need no credential cannot fail with a 4xx; neither can a CORS preflight.
   "operation-4xx-response": {
     why: "no input, no credential",
-    where: /^#\/paths\/(~1healthz|~1|~1reset-password|~1reset-password~1change|~1embed~1inbox\.js|~1api~1v2~1openapi\.json|~1api~1v2~1auth~1scopes|~1api~1v2~1users~1authmethods)\/(get|head)\/responses$|\/options\/responses$/,
+    where:
+      /^#\/paths\/(~1healthz|~1|~1reset-password|~1reset-password~1change|~1embed~1inbox\.js|~1api~1v2~1openapi\.json|~1api~1v2~1auth~1scopes|~1api~1v2~1users~1authmethods)\/(get|head)\/responses$|\/options\/responses$/,
   },
   // The provider callbacks answer 302 (a browser redirect) and the watch 101 (a WebSocket upgrade), never 2xx.
   "operation-2xx-response": {
     why: "redirects and the WebSocket upgrade",
-    where: /^#\/paths\/(~1api~1v2~1users~1oidc~1callback|~1api~1v2~1users~1oauth2~1github~1callback|~1api~1v2~1notifications~1inbox~1watch)\/(get|head)\/responses$/,
+    where:
+      /^#\/paths\/(~1api~1v2~1users~1oidc~1callback|~1api~1v2~1users~1oauth2~1github~1callback|~1api~1v2~1notifications~1inbox~1watch)\/(get|head)\/responses$/,
   },
 };
 
@@ -53,6 +55,9 @@ describe("the OpenAPI document", () => {
     expect(problems.filter((p) => p.severity === "error").map((p) => `${p.ruleId}: ${p.message} (${p.location[0]?.pointer ?? ""})`)).toEqual([]);
     const deliberate = (ruleId: string, pointer: string) => DELIBERATE_WARNINGS[ruleId]?.where.test(pointer) ?? false;
     const unexpected = problems.filter((p) => p.severity !== "error" && !deliberate(p.ruleId, p.location[0]?.pointer ?? ""));
-    expect(unexpected.map((p) => `${p.ruleId}: ${p.message} (${p.location[0]?.pointer ?? ""})`), described.join("\n")).toEqual([]);
+    expect(
+      unexpected.map((p) => `${p.ruleId}: ${p.message} (${p.location[0]?.pointer ?? ""})`),
+      described.join("\n"),
+    ).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { watchInbox, type ChangeFrame, type NotificationFrame, type WatchStatus, type WatchStopReason } from "../../src/client/watch";
+import { type ChangeFrame, type NotificationFrame, type WatchStatus, type WatchStopReason, watchInbox } from "../../src/client/watch";
 import { startHerald } from "./harness";
 
 /** The browser/Node watch helper against the real Worker on a real port. */

@@ -15,8 +15,11 @@ interface Row {
 }
 
 async function inboxRowOf(userId: string): Promise<Row> {
-  return waitFor(async () =>
-    (await env.DB.prepare("SELECT * FROM notification_messages WHERE user_id = ? AND method = 'inbox' AND status = 'sent'").bind(userId).first<Row>()) ?? undefined,
+  return waitFor(
+    async () =>
+      (await env.DB.prepare("SELECT * FROM notification_messages WHERE user_id = ? AND method = 'inbox' AND status = 'sent'")
+        .bind(userId)
+        .first<Row>()) ?? undefined,
   );
 }
 
@@ -27,7 +30,9 @@ describe("cron: re-drive and purge (SPEC §6)", () => {
     const row = await inboxRowOf(user.id);
     // Pretend the sender died after delivering but before recording it.
     const past = new Date(Date.now() - 5 * 60_000).toISOString();
-    await env.DB.prepare("UPDATE notification_messages SET status = 'leased', leased_until = ?, updated_at = ? WHERE id = ?").bind(past, past, row.id).run();
+    await env.DB.prepare("UPDATE notification_messages SET status = 'leased', leased_until = ?, updated_at = ? WHERE id = ?")
+      .bind(past, past, row.id)
+      .run();
     await handleScheduled(env);
     const after = await waitFor(async () => {
       const r = await env.DB.prepare("SELECT * FROM notification_messages WHERE id = ?").bind(row.id).first<Row>();
@@ -42,7 +47,9 @@ describe("cron: re-drive and purge (SPEC §6)", () => {
     await call("POST", "/notifications/custom", { token: user.token, body: { content: { title: "due now" } } });
     const row = await inboxRowOf(user.id);
     const justNow = new Date(Date.now() - 1_000).toISOString();
-    await env.DB.prepare("UPDATE notification_messages SET status = 'temporary_failure', next_retry_after = ?, sent_at = NULL WHERE id = ?").bind(justNow, row.id).run();
+    await env.DB.prepare("UPDATE notification_messages SET status = 'temporary_failure', next_retry_after = ?, sent_at = NULL WHERE id = ?")
+      .bind(justNow, row.id)
+      .run();
     await handleScheduled(env);
     const after = await env.DB.prepare("SELECT * FROM notification_messages WHERE id = ?").bind(row.id).first<Row>();
     expect(after?.status).toBe("sent");

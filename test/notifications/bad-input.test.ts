@@ -51,8 +51,6 @@ import { InboxMessages } from "../../src/inbox/messages";
 import { openValue, signValue } from "../../src/lib/signed";
 import { NotificationsMessages } from "../../src/notifications/messages";
 import { TEMPLATE_IDS } from "../../src/notifications/templates";
-import { BASE, call, createUser, json, owner, send, type TestUser } from "../helpers";
-import { deliver, inbox } from "../inbox/inbox-helpers";
 import { CookieJar, followRedirects, oidcNextLogin } from "../external/oauth-peers";
 import { anyText, badEmail, notA, textLongerThan, textWithin } from "../fixtures/arbitraries";
 import {
@@ -76,18 +74,20 @@ import {
   rawPaths,
   rawQuery,
   repeatedKey,
-  segmentsNamingNobody,
   SESSION_COOKIE,
   SIGNED_OUT,
   STRONG_PASSWORD,
+  segmentsNamingNobody,
   tokenOf,
-  unknownKey,
   UUID_LIKE,
+  unknownKey,
   VALIDATION_FAILED,
 } from "../fixtures/bad-input";
 import { quiesce, sleep } from "../fixtures/d1-state";
 import { assertErrorShape, expectRejected } from "../fixtures/error-shape";
 import { stateChecks } from "../fixtures/stored-state";
+import { BASE, call, createUser, json, owner, send, type TestUser } from "../helpers";
+import { deliver, inbox } from "../inbox/inbox-helpers";
 
 /**
  * Every table, notification tables included: this file owns them, and waits out the background work its fixtures

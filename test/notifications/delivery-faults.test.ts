@@ -7,7 +7,7 @@ import { enqueueNotification } from "../../src/notifications/enqueue";
 import { writePaused } from "../../src/notifications/settings";
 import { TEMPLATE_IDS } from "../../src/notifications/templates";
 import { createUser } from "../helpers";
-import { labServer, setLabClock, type LabHandle } from "../peers";
+import { type LabHandle, labServer, setLabClock } from "../peers";
 
 // The fault table of docs/email.md: a mail server that is down for a while, or greylists, and Herald's retry schedule
 // driven across days by a clock the test controls (dispatchMessage's `now`, and the lab server's greylist clock), so
@@ -47,12 +47,16 @@ async function drive(fault: { kind: "outage" | "greylist"; ms: number }): Promis
   const t0 = Date.now() + DAY;
 
   await writePaused(db, true);
-  const rows = await enqueueNotification(labEnv, { waitUntil: () => undefined }, {
-    userId: user.id,
-    templateId: TEMPLATE_IDS.custom,
-    labels: { custom_title: `fault ${fault.kind} ${fault.ms}`, custom_message: "body" },
-    createdBy: "test",
-  });
+  const rows = await enqueueNotification(
+    labEnv,
+    { waitUntil: () => undefined },
+    {
+      userId: user.id,
+      templateId: TEMPLATE_IDS.custom,
+      labels: { custom_title: `fault ${fault.kind} ${fault.ms}`, custom_message: "body" },
+      createdBy: "test",
+    },
+  );
   const id = rows.find((r) => r.method === "smtp")?.id ?? "";
   await env.DB.prepare("UPDATE notification_messages SET created_at = ? WHERE id = ?").bind(new Date(t0).toISOString(), id).run();
   await writePaused(db, false);
@@ -64,7 +68,9 @@ async function drive(fault: { kind: "outage" | "greylist"; ms: number }): Promis
       if (fault.kind === "outage") await (now < t0 + fault.ms ? lab.stop() : lab.start());
       else await setLabClock(now);
       await dispatchMessage(labEnv, id, now);
-      row = await env.DB.prepare("SELECT status, status_reason, attempts, next_retry_after FROM notification_messages WHERE id = ?").bind(id).first<Row>();
+      row = await env.DB.prepare("SELECT status, status_reason, attempts, next_retry_after FROM notification_messages WHERE id = ?")
+        .bind(id)
+        .first<Row>();
       if (!row || row.status === "sent" || row.status === "permanent_failure") break;
       expect(row.status).toBe("temporary_failure");
       const next = Date.parse(row.next_retry_after ?? "");
@@ -109,7 +115,9 @@ describe("fault table: outages and greylisting against the retry schedule (docs/
   for (const [kind, ms] of delivered) {
     it(`${kind} of ${human(ms)}: sent, arrived once`, async () => {
       const outcome = await drive({ kind, ms });
-      table.push(`| ${kind} ${human(ms)} | ${outcome.status} | ${outcome.arrived} | ${Math.max(0, outcome.arrived - 1)} | ${outcome.attempts} | ${human(outcome.elapsedMs)} |`);
+      table.push(
+        `| ${kind} ${human(ms)} | ${outcome.status} | ${outcome.arrived} | ${Math.max(0, outcome.arrived - 1)} | ${outcome.attempts} | ${human(outcome.elapsedMs)} |`,
+      );
       expect(outcome.status).toBe("sent");
       expect(outcome.arrived).toBe(1);
       expect(outcome.elapsedMs).toBeGreaterThanOrEqual(ms);

@@ -1,14 +1,14 @@
 import { createMessageBatch } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { AuthMessages } from "../../src/auth/messages";
 import { database } from "../../src/db/client";
 import type { NotificationQueueMessage } from "../../src/env";
-import { handleQueue } from "../../src/notifications/background";
-import { writePaused } from "../../src/notifications/settings";
-import { standardWebhookSignature } from "../../src/notifications/channels/webhook";
-import { TEMPLATE_IDS } from "../../src/notifications/templates";
-import { AuthMessages } from "../../src/auth/messages";
 import { Messages } from "../../src/http/errors";
+import { handleQueue } from "../../src/notifications/background";
+import { standardWebhookSignature } from "../../src/notifications/channels/webhook";
+import { writePaused } from "../../src/notifications/settings";
+import { TEMPLATE_IDS } from "../../src/notifications/templates";
 import { call, createUser, expectError, json, owner } from "../helpers";
 import { list } from "../inbox/inbox-helpers";
 import { emails, scriptWebhook, startSmtp, stopSmtp, waitFor, webhooks } from "../peers";
@@ -91,11 +91,28 @@ describe("webhook delivery", () => {
       const call = (await webhooks()).find((w) => w.headers["x-message-id"] === row?.id);
       expect(call).toBeDefined();
       const body = call?.json as Record<string, unknown>;
-      expect(body).toMatchObject({ _version: "1.1", msg_id: row?.id, title: "Hook title", title_markdown: "Hook *title*", body: "Hook body", body_markdown: "Hook body" });
-      expect(body.payload).toMatchObject({ notification_template_id: TEMPLATE_IDS.custom, user_id: user.id, user_email: user.email, labels: { custom_title: "Hook *title*" } });
+      expect(body).toMatchObject({
+        _version: "1.1",
+        msg_id: row?.id,
+        title: "Hook title",
+        title_markdown: "Hook *title*",
+        body: "Hook body",
+        body_markdown: "Hook body",
+      });
+      expect(body.payload).toMatchObject({
+        notification_template_id: TEMPLATE_IDS.custom,
+        user_id: user.id,
+        user_email: user.email,
+        labels: { custom_title: "Hook *title*" },
+      });
       const headers = call?.headers ?? {};
       expect(headers["webhook-id"]).toBe(row?.id);
-      const expected = await standardWebhookSignature(env.NOTIFICATIONS_WEBHOOK_SECRET ?? "", row?.id ?? "", Number(headers["webhook-timestamp"]), call?.body ?? "");
+      const expected = await standardWebhookSignature(
+        env.NOTIFICATIONS_WEBHOOK_SECRET ?? "",
+        row?.id ?? "",
+        Number(headers["webhook-timestamp"]),
+        call?.body ?? "",
+      );
       expect(headers["webhook-signature"]).toBe(expected);
     });
   });
@@ -160,7 +177,10 @@ describe("webhook delivery", () => {
       expect(ids).toHaveLength(2);
       // Whichever request reaches the receiver first hangs for 8 s; the other is answered at once.
       await scriptWebhook([{ status: 200, body: "slow", delayMs: 8_000 }]);
-      const batch = createMessageBatch<NotificationQueueMessage>("herald-notifications", ids.map((id, i) => ({ id: `m${i}`, timestamp: new Date(), attempts: 1, body: { messageId: id } })));
+      const batch = createMessageBatch<NotificationQueueMessage>(
+        "herald-notifications",
+        ids.map((id, i) => ({ id: `m${i}`, timestamp: new Date(), attempts: 1, body: { messageId: id } })),
+      );
       const handled = handleQueue(batch, env);
       const rows = await waitFor(async () => {
         const all = await rowsOf(user.id, "webhook");
@@ -250,7 +270,9 @@ describe("A5 / A4 password reset by one-time passcode (SPEC §3)", () => {
 
   it("the code works once; old sessions and tokens die; the Password changed notice is sent", async () => {
     const user = await createUser();
-    const { key } = (await (await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "ci" } })).json()) as { key: string };
+    const { key } = (await (await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "ci" } })).json()) as {
+      key: string;
+    };
     await requestCode(user.email);
     const code = await codeFor(user.email);
     expect((await change(user.email, code, "a-whole-new-passphrase-31")).status).toBe(204);
@@ -258,7 +280,9 @@ describe("A5 / A4 password reset by one-time passcode (SPEC §3)", () => {
     await expectError(await call("GET", "/users/me", { token: user.token }), 401);
     await expectError(await call("GET", "/users/me", { token: key }), 401);
     expect((await call("POST", "/users/login", { body: { email: user.email, password: "a-whole-new-passphrase-31" } })).status).toBe(201);
-    const notice = await waitFor(async () => (await emails()).find((m) => m.rcptTo.includes(user.email) && m.subject === "Your password was changed"));
+    const notice = await waitFor(async () =>
+      (await emails()).find((m) => m.rcptTo.includes(user.email) && m.subject === "Your password was changed"),
+    );
     expect(notice.text).toContain("was changed");
   });
 
@@ -271,7 +295,11 @@ describe("A5 / A4 password reset by one-time passcode (SPEC §3)", () => {
     await expectError(await change(user.email, first, "replaced-code-passphrase-1"), 400, AuthMessages.incorrectPasscode);
     await expectError(await change(user.email, second, "short"), 400, AuthMessages.invalidPassword);
     await expectError(await change(user.email, second, user.password), 400, AuthMessages.samePassword);
-    await expectError(await change(`ghost-${crypto.randomUUID().slice(0, 6)}@herald.test`, second, "ghostly-passphrase-42"), 400, AuthMessages.incorrectPasscode);
+    await expectError(
+      await change(`ghost-${crypto.randomUUID().slice(0, 6)}@herald.test`, second, "ghostly-passphrase-42"),
+      400,
+      AuthMessages.incorrectPasscode,
+    );
   });
 
   it("a code survives four wrong tries and is burned by the fifth", async () => {
@@ -288,7 +316,9 @@ describe("A5 / A4 password reset by one-time passcode (SPEC §3)", () => {
     await expectError(await change(user.email, burned, "burned-code-passphrase-5"), 400, AuthMessages.incorrectPasscode);
     await requestCode(user.email);
     const fresh = await codeFor(user.email, 1);
-    await env.DB.prepare("UPDATE one_time_passcodes SET expires_at = ? WHERE user_id = ?").bind(new Date(Date.now() - 1000).toISOString(), user.id).run();
+    await env.DB.prepare("UPDATE one_time_passcodes SET expires_at = ? WHERE user_id = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), user.id)
+      .run();
     await expectError(await change(user.email, fresh, "expired-code-passphrase-9"), 400, AuthMessages.incorrectPasscode);
   });
 
@@ -308,7 +338,10 @@ describe("templates off by default (here: it edits a shared template)", () => {
     try {
       await call("POST", "/notifications/custom", { token: user.token, body: { content: { title: "off by default" } } });
       expect((await rowsOf(user.id)).every((r) => r.status === "inhibited")).toBe(true);
-      await call("PUT", "/users/me/notifications/preferences", { token: user.token, body: { template_disabled_map: { [TEMPLATE_IDS.custom]: false } } });
+      await call("PUT", "/users/me/notifications/preferences", {
+        token: user.token,
+        body: { template_disabled_map: { [TEMPLATE_IDS.custom]: false } },
+      });
       await call("POST", "/notifications/custom", { token: user.token, body: { content: { title: "now on" } } });
       const latest = (await rowsOf(user.id)).slice(-2);
       expect(latest.every((r) => r.status !== "inhibited")).toBe(true);
@@ -316,5 +349,4 @@ describe("templates off by default (here: it edits a shared template)", () => {
       await env.DB.prepare("UPDATE notification_templates SET enabled_by_default = 1 WHERE id = ?").bind(TEMPLATE_IDS.custom).run();
     }
   });
-
 });

@@ -9,10 +9,10 @@ import { markdownToPlaintext } from "../../src/markdown/plaintext";
 import { messageIdFor } from "../../src/notifications/channels/smtp";
 import { composeEmail } from "../../src/notifications/email/mime";
 import { dotStuff } from "../../src/notifications/email/smtp-client";
-import { emailText, renderTemplate } from "../../src/notifications/render";
 import { NotificationsMessages } from "../../src/notifications/messages";
-import { call, createUser, expectError } from "../helpers";
+import { emailText, renderTemplate } from "../../src/notifications/render";
 import { NASTY_STRINGS } from "../fixtures/arbitraries";
+import { call, createUser, expectError } from "../helpers";
 
 // Nothing a user writes reaches a header or a live link (docs/email.md): the MIME layer encodes every header value,
 // and one link policy (src/markdown/links.ts) decides which URLs become links in every rendering.
@@ -66,16 +66,25 @@ describe("N1 titles become e-mail subjects (docs/email.md)", () => {
       "next line\u0085",
     ];
     for (const title of payloads) {
-      const body = await expectError(await call("POST", "/notifications/custom", { token: user.token, body: { content: { title, message: "x" } } }), 400, NotificationsMessages.invalidCustomBody);
+      const body = await expectError(
+        await call("POST", "/notifications/custom", { token: user.token, body: { content: { title, message: "x" } } }),
+        400,
+        NotificationsMessages.invalidCustomBody,
+      );
       expect(body.validations?.map((v) => v.field)).toContain("content.title");
     }
-    const { n } = (await env.DB.prepare("SELECT count(*) AS n FROM notification_messages WHERE user_id = ?").bind(user.id).first<{ n: number }>()) ?? { n: -1 };
+    const { n } = (await env.DB.prepare("SELECT count(*) AS n FROM notification_messages WHERE user_id = ?")
+      .bind(user.id)
+      .first<{ n: number }>()) ?? { n: -1 };
     expect(n).toBe(0);
   });
 
   it("a message may still span lines", async () => {
     const user = await createUser();
-    const res = await call("POST", "/notifications/custom", { token: user.token, body: { content: { title: "Deploy", message: "line one\nline two\r\n\r\n- item" } } });
+    const res = await call("POST", "/notifications/custom", {
+      token: user.token,
+      body: { content: { title: "Deploy", message: "line one\nline two\r\n\r\n- item" } },
+    });
     expect(res.status).toBe(204);
   });
 });
@@ -104,41 +113,57 @@ describe("property: hostile labels in every template never reach a header or a l
   it("renders and composes safely for any label values", async () => {
     const templates = await database(env.DB).select().from(notificationTemplates);
     expect(templates.length).toBeGreaterThanOrEqual(11);
-    const labelNames = [...new Set(templates.flatMap((t) => [...`${t.titleTemplate} ${t.bodyTemplate} ${t.actions}`.matchAll(/\.Labels\.([A-Za-z0-9_]+)/g)].map((m) => m[1] ?? "")))];
+    const labelNames = [
+      ...new Set(
+        templates.flatMap((t) =>
+          [...`${t.titleTemplate} ${t.bodyTemplate} ${t.actions}`.matchAll(/\.Labels\.([A-Za-z0-9_]+)/g)].map((m) => m[1] ?? ""),
+        ),
+      ),
+    ];
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...templates), fc.dictionary(fc.constantFrom(...labelNames), hostile), hostile, async (template, labels, name) => {
-        const rendered = renderTemplate(template, { user: { name, username: "alice", email: "alice@example.net" }, labels, data: {}, baseUrl: "https://herald.example.com" });
-        const id = "0193b3a2-0000-7000-8000-000000000000";
-        const raw = composeEmail({
-          from: { name: "Herald", address: "alerts@example.com" },
-          to: "alice@example.net",
-          subject: rendered.title,
-          text: emailText(rendered),
-          html: rendered.html,
-          messageId: messageIdFor(id, "alerts@example.com"),
-          date: new Date(0),
-        });
-        const [head = "", ...rest] = raw.split("\r\n\r\n");
-        expect(rest.length).toBeGreaterThan(0);
-        const names: string[] = [];
-        for (const line of head.split("\r\n")) {
-          if (line.startsWith(" ") || line.startsWith("\t")) continue;
-          names.push(line.slice(0, line.indexOf(":")));
-        }
-        expect(names).toEqual(HEADER_NAMES);
-        for (const line of raw.split("\r\n")) expect(line.length).toBeLessThanOrEqual(998);
-        expect(raw).not.toMatch(/[^\r]\n|\r[^\n]/);
-        for (const word of head.match(/=\?UTF-8\?B\?[^?]*\?=/g) ?? []) expect(word.length).toBeLessThanOrEqual(75);
+      fc.asyncProperty(
+        fc.constantFrom(...templates),
+        fc.dictionary(fc.constantFrom(...labelNames), hostile),
+        hostile,
+        async (template, labels, name) => {
+          const rendered = renderTemplate(template, {
+            user: { name, username: "alice", email: "alice@example.net" },
+            labels,
+            data: {},
+            baseUrl: "https://herald.example.com",
+          });
+          const id = "0193b3a2-0000-7000-8000-000000000000";
+          const raw = composeEmail({
+            from: { name: "Herald", address: "alerts@example.com" },
+            to: "alice@example.net",
+            subject: rendered.title,
+            text: emailText(rendered),
+            html: rendered.html,
+            messageId: messageIdFor(id, "alerts@example.com"),
+            date: new Date(0),
+          });
+          const [head = "", ...rest] = raw.split("\r\n\r\n");
+          expect(rest.length).toBeGreaterThan(0);
+          const names: string[] = [];
+          for (const line of head.split("\r\n")) {
+            if (line.startsWith(" ") || line.startsWith("\t")) continue;
+            names.push(line.slice(0, line.indexOf(":")));
+          }
+          expect(names).toEqual(HEADER_NAMES);
+          for (const line of raw.split("\r\n")) expect(line.length).toBeLessThanOrEqual(998);
+          expect(raw).not.toMatch(/[^\r]\n|\r[^\n]/);
+          for (const word of head.match(/=\?UTF-8\?B\?[^?]*\?=/g) ?? []) expect(word.length).toBeLessThanOrEqual(75);
 
-        const parsed = await PostalMime.parse(raw);
-        expect(parsed.headers.map((h) => h.key)).toEqual(HEADER_NAMES.map((h) => h.toLowerCase()));
-        expect(parsed.subject ?? "").not.toMatch(/[\r\n]/);
-        expect(parsed.messageId).toBe(`<${id}@example.com>`);
-        const html = parsed.html ?? "";
-        expect(html).not.toMatch(/<(img|script|iframe)\b/i);
-        expect(html).not.toMatch(/<[^>]*\son\w+=/i);
-        for (const [, href = ""] of html.matchAll(/href="([^"]*)"/g)) expect(href).toMatch(/^(https?:\/\/|mailto:)/i);
-      }),
+          const parsed = await PostalMime.parse(raw);
+          expect(parsed.headers.map((h) => h.key)).toEqual(HEADER_NAMES.map((h) => h.toLowerCase()));
+          expect(parsed.subject ?? "").not.toMatch(/[\r\n]/);
+          expect(parsed.messageId).toBe(`<${id}@example.com>`);
+          const html = parsed.html ?? "";
+          expect(html).not.toMatch(/<(img|script|iframe)\b/i);
+          expect(html).not.toMatch(/<[^>]*\son\w+=/i);
+          for (const [, href = ""] of html.matchAll(/href="([^"]*)"/g)) expect(href).toMatch(/^(https?:\/\/|mailto:)/i);
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -3,7 +3,7 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { getConfig } from "../../src/config/config";
 import { database } from "../../src/db/client";
-import { notificationTemplates, type MessageRow, type TemplateRow } from "../../src/db/schema";
+import { type MessageRow, notificationTemplates, type TemplateRow } from "../../src/db/schema";
 import type { Env } from "../../src/env";
 import { uuidv7 } from "../../src/lib/crypto";
 import { sendEmail } from "../../src/notifications/channels/smtp";
@@ -11,7 +11,7 @@ import { DeliveryError } from "../../src/notifications/channels/types";
 import { renderTemplate } from "../../src/notifications/render";
 import { TEMPLATE_IDS } from "../../src/notifications/templates";
 import { messageRow } from "../fixtures/message-row";
-import { labServer, setLabClock, type LabHandle, type LabProfile } from "../peers";
+import { type LabHandle, type LabProfile, labServer, setLabClock } from "../peers";
 
 // The SMTP matrix of docs/email.md: Herald's SMTP channel against lab servers that behave like Postfix, Exchange's
 // frontend connector, CRAM-MD5-only relays, greylisting servers and TLS endpoints with broken certificates
@@ -43,7 +43,11 @@ interface Attempt {
  * One send through the real channel to a lab server. Host "localhost" because the test certificates name it (and
  * 127.0.0.1); the test CA is trusted through NODE_EXTRA_CA_CERTS (package.json's test:worker).
  */
-async function attempt(profile: LabProfile, settings: Settings, options: { lab?: LabHandle; title?: string; to?: string; id?: string } = {}): Promise<Attempt> {
+async function attempt(
+  profile: LabProfile,
+  settings: Settings,
+  options: { lab?: LabHandle; title?: string; to?: string; id?: string } = {},
+): Promise<Attempt> {
   const lab = options.lab ?? (await labServer(profile));
   const config = getConfig({
     ...env,
@@ -60,7 +64,15 @@ async function attempt(profile: LabProfile, settings: Settings, options: { lab?:
     baseUrl: config.ACCESS_URL,
   });
   try {
-    await sendEmail({ env, config, message: leasedEmail(options.id), template, rendered, payload: { user_email: options.to ?? TO }, deadline: Date.now() + 60_000 });
+    await sendEmail({
+      env,
+      config,
+      message: leasedEmail(options.id),
+      template,
+      rendered,
+      payload: { user_email: options.to ?? TO },
+      deadline: Date.now() + 60_000,
+    });
     return { lab };
   } catch (error) {
     if (!(error instanceof DeliveryError)) throw error;
@@ -107,7 +119,10 @@ describe("SMTP matrix: authentication (docs/email.md)", () => {
   });
 
   it("AUTH required, wrong credentials: a permanent failure with the server's reason", async () => {
-    const result = await attempt({ ...postfixLike, auth: "required" }, { EMAIL_TLS: "starttls", EMAIL_USERNAME: USER.username, EMAIL_PASSWORD: "wrong" });
+    const result = await attempt(
+      { ...postfixLike, auth: "required" },
+      { EMAIL_TLS: "starttls", EMAIL_USERNAME: USER.username, EMAIL_PASSWORD: "wrong" },
+    );
     expect(result.error?.retryable).toBe(false);
     expect(result.error?.message).toBe("smtp: AUTH PLAIN answered 535 5.7.8 Error: authentication failed: bad username or password");
     expect((await result.lab.state()).emails).toHaveLength(0);
@@ -134,7 +149,10 @@ describe("SMTP matrix: TLS (docs/email.md)", () => {
   });
 
   it("EMAIL_TLS=starttls but STARTTLS not offered: refuses to authenticate or send in clear (permanent)", async () => {
-    const result = await attempt({ auth: "optional", ...USER }, { EMAIL_TLS: "starttls", EMAIL_USERNAME: USER.username, EMAIL_PASSWORD: USER.password });
+    const result = await attempt(
+      { auth: "optional", ...USER },
+      { EMAIL_TLS: "starttls", EMAIL_USERNAME: USER.username, EMAIL_PASSWORD: USER.password },
+    );
     expect(result.error?.retryable).toBe(false);
     expect(result.error?.message).toBe("smtp: the server does not offer STARTTLS, and EMAIL_TLS=starttls refuses to authenticate or send in clear");
     const state = await result.lab.state();
@@ -143,13 +161,20 @@ describe("SMTP matrix: TLS (docs/email.md)", () => {
   });
 
   it("EMAIL_TLS=tls: implicit TLS from the first byte", async () => {
-    const mail = await delivered(await attempt({ implicitTls: true, auth: "optional", ...USER }, { EMAIL_TLS: "tls", EMAIL_USERNAME: USER.username, EMAIL_PASSWORD: USER.password }));
+    const mail = await delivered(
+      await attempt(
+        { implicitTls: true, auth: "optional", ...USER },
+        { EMAIL_TLS: "tls", EMAIL_USERNAME: USER.username, EMAIL_PASSWORD: USER.password },
+      ),
+    );
     expect(mail.secure).toBe(true);
     expect(mail.authMethod).toBe("PLAIN");
   });
 
   it("EMAIL_TLS=none: plain text, AUTH as offered", async () => {
-    const mail = await delivered(await attempt({ auth: "optional", ...USER }, { EMAIL_TLS: "none", EMAIL_USERNAME: USER.username, EMAIL_PASSWORD: USER.password }));
+    const mail = await delivered(
+      await attempt({ auth: "optional", ...USER }, { EMAIL_TLS: "none", EMAIL_USERNAME: USER.username, EMAIL_PASSWORD: USER.password }),
+    );
     expect(mail.secure).toBe(false);
     expect(mail.authUser).toBe(USER.username);
   });
@@ -236,7 +261,11 @@ describe("SMTP matrix: what the message says about its sender (docs/email.md)", 
   it("envelope sender is the bare address of a display-name EMAIL_FROM; Message-ID on its domain; DSN at the server's default", async () => {
     const id = uuidv7();
     const mail = await delivered(
-      await attempt({ auth: "optional", ...USER }, { EMAIL_TLS: "none", EMAIL_FROM: "Herald Alerts <alerts@mail.example.org>", EMAIL_HELLO: "herald.example.org" }, { id }),
+      await attempt(
+        { auth: "optional", ...USER },
+        { EMAIL_TLS: "none", EMAIL_FROM: "Herald Alerts <alerts@mail.example.org>", EMAIL_HELLO: "herald.example.org" },
+        { id },
+      ),
     );
     expect(mail.mailFrom).toBe("alerts@mail.example.org");
     expect(mail.parsed.headers.from).toBe('"Herald Alerts" <alerts@mail.example.org>');
@@ -246,7 +275,9 @@ describe("SMTP matrix: what the message says about its sender (docs/email.md)", 
   });
 
   it("EHLO names ACCESS_URL's host when EMAIL_HELLO is not set, and a server checking for an FQDN accepts it", async () => {
-    const mail = await delivered(await attempt({ rejectNonFqdnHelo: true }, { EMAIL_TLS: "none", EMAIL_FROM: undefined, ACCESS_URL: "https://herald.example.com" }));
+    const mail = await delivered(
+      await attempt({ rejectNonFqdnHelo: true }, { EMAIL_TLS: "none", EMAIL_FROM: undefined, ACCESS_URL: "https://herald.example.com" }),
+    );
     expect(mail.helo).toBe("herald.example.com");
     expect(mail.mailFrom).toBe("noreply@herald.example.com");
     expect(mail.parsed.headers["message-id"]).toMatch(/@herald\.example\.com>$/);

@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { TEMPLATE_IDS } from "../../src/notifications/templates";
 import { Messages } from "../../src/http/errors";
 import { NotificationsMessages } from "../../src/notifications/messages";
-import { call, createUser, expectError, json, owner, fetchApp } from "../helpers";
+import { TEMPLATE_IDS } from "../../src/notifications/templates";
+import { call, createUser, expectError, fetchApp, json, owner } from "../helpers";
 import { list } from "../inbox/inbox-helpers";
 
 interface Template {
@@ -19,7 +19,9 @@ interface Template {
 }
 
 async function messages(userId: string) {
-  const { results } = await env.DB.prepare("SELECT * FROM notification_messages WHERE user_id = ? ORDER BY created_at, id").bind(userId).all<{ template_id: string; method: string; status: string; status_reason: string | null }>();
+  const { results } = await env.DB.prepare("SELECT * FROM notification_messages WHERE user_id = ? ORDER BY created_at, id")
+    .bind(userId)
+    .all<{ template_id: string; method: string; status: string; status_reason: string | null }>();
   return results;
 }
 
@@ -74,18 +76,35 @@ describe("N1 POST /notifications/custom (SPEC §4)", () => {
 
   it("rejects empty, whitespace-only and over-long content with 400 Invalid request body", async () => {
     const user = await createUser();
-    for (const content of [{ title: "", message: "" }, { title: "  ", message: "\n\t" }, {}, { title: "x".repeat(121) }, { message: "x".repeat(2001) }]) {
-      const body = await expectError(await call("POST", "/notifications/custom", { token: user.token, body: { content } }), 400, NotificationsMessages.invalidCustomBody);
+    for (const content of [
+      { title: "", message: "" },
+      { title: "  ", message: "\n\t" },
+      {},
+      { title: "x".repeat(121) },
+      { message: "x".repeat(2001) },
+    ]) {
+      const body = await expectError(
+        await call("POST", "/notifications/custom", { token: user.token, body: { content } }),
+        400,
+        NotificationsMessages.invalidCustomBody,
+      );
       expect(body.detail).toBeTruthy();
     }
     await expectError(await call("POST", "/notifications/custom", { token: user.token, body: {} }), 400, NotificationsMessages.invalidCustomBody);
     expect(await messages(user.id)).toEqual([]);
-    expect((await call("POST", "/notifications/custom", { token: user.token, body: { content: { title: "x".repeat(120), message: "y".repeat(2000) } } })).status).toBe(204);
+    expect(
+      (await call("POST", "/notifications/custom", { token: user.token, body: { content: { title: "x".repeat(120), message: "y".repeat(2000) } } }))
+        .status,
+    ).toBe(204);
   });
 
   it("forbids system users with the documented detail", async () => {
     const svc = await createUser({ service: true });
-    const body = await expectError(await call("POST", "/notifications/custom", { token: svc.token, body: { content: { title: "hi" } } }), 403, NotificationsMessages.systemUserForbidden);
+    const body = await expectError(
+      await call("POST", "/notifications/custom", { token: svc.token, body: { content: { title: "hi" } } }),
+      403,
+      NotificationsMessages.systemUserForbidden,
+    );
     expect(body.detail).toBe(NotificationsMessages.systemUserCustom);
     await expectError(await call("POST", "/notifications/custom", { body: { content: { title: "hi" } } }), 401);
   });
@@ -108,21 +127,35 @@ describe("N12 / N13 preferences", () => {
   it("the user sets and reads its own; upserts only the given entries", async () => {
     const user = await createUser();
     expect(await json(await call("GET", "/users/me/notifications/preferences", { token: user.token }))).toEqual([]);
-    const res = await call("PUT", "/users/me/notifications/preferences", { token: user.token, body: { template_disabled_map: { [TEMPLATE_IDS.test]: true } } });
+    const res = await call("PUT", "/users/me/notifications/preferences", {
+      token: user.token,
+      body: { template_disabled_map: { [TEMPLATE_IDS.test]: true } },
+    });
     expect(res.status).toBe(200);
     const prefs = await json<{ id: string; disabled: boolean; updated_at: string }[]>(res);
     expect(prefs).toEqual([{ id: TEMPLATE_IDS.test, disabled: true, updated_at: expect.any(String) }]);
     const both = await json<{ id: string; disabled: boolean }[]>(
-      await call("PUT", "/users/me/notifications/preferences", { token: user.token, body: { template_disabled_map: { [TEMPLATE_IDS.custom]: false } } }),
+      await call("PUT", "/users/me/notifications/preferences", {
+        token: user.token,
+        body: { template_disabled_map: { [TEMPLATE_IDS.custom]: false } },
+      }),
     );
-    expect(both.map((p) => [p.id, p.disabled]).sort()).toEqual([[TEMPLATE_IDS.custom, false], [TEMPLATE_IDS.test, true]].sort());
+    expect(both.map((p) => [p.id, p.disabled]).sort()).toEqual(
+      [
+        [TEMPLATE_IDS.custom, false],
+        [TEMPLATE_IDS.test, true],
+      ].sort(),
+    );
   });
 
   it("unknown template ids → 400 with one validation per key, nothing changed", async () => {
     const user = await createUser();
     const bad = [crypto.randomUUID(), "not-a-template"];
     const body = await expectError(
-      await call("PUT", "/users/me/notifications/preferences", { token: user.token, body: { template_disabled_map: { [bad[0] ?? ""]: true, [bad[1] ?? ""]: false, [TEMPLATE_IDS.test]: true } } }),
+      await call("PUT", "/users/me/notifications/preferences", {
+        token: user.token,
+        body: { template_disabled_map: { [bad[0] ?? ""]: true, [bad[1] ?? ""]: false, [TEMPLATE_IDS.test]: true } },
+      }),
       400,
       Messages.validation,
     );
@@ -133,7 +166,10 @@ describe("N12 / N13 preferences", () => {
   it("mandatory templates cannot be disabled", async () => {
     const user = await createUser();
     for (const id of [TEMPLATE_IDS.oneTimePasscode, TEMPLATE_IDS.passwordChanged, TEMPLATE_IDS.loginMethodChanged]) {
-      const body = await expectError(await call("PUT", "/users/me/notifications/preferences", { token: user.token, body: { template_disabled_map: { [id]: true } } }), 400);
+      const body = await expectError(
+        await call("PUT", "/users/me/notifications/preferences", { token: user.token, body: { template_disabled_map: { [id]: true } } }),
+        400,
+      );
       expect(body.validations?.[0]?.field).toBe(`template_disabled_map.${id}`);
     }
   });
@@ -143,10 +179,20 @@ describe("N12 / N13 preferences", () => {
     const target = await createUser();
     const userAdmin = await createUser({ roles: ["user-admin"] });
     const member = await createUser();
-    expect((await call("PUT", `/users/${target.id}/notifications/preferences`, { token: admin.token, body: { template_disabled_map: { [TEMPLATE_IDS.test]: true } } })).status).toBe(200);
+    expect(
+      (
+        await call("PUT", `/users/${target.id}/notifications/preferences`, {
+          token: admin.token,
+          body: { template_disabled_map: { [TEMPLATE_IDS.test]: true } },
+        })
+      ).status,
+    ).toBe(200);
     await expectError(await call("GET", `/users/${target.id}/notifications/preferences`, { token: userAdmin.token }), 403);
     await expectError(await call("GET", `/users/${target.id}/notifications/preferences`, { token: member.token }), 404);
-    await expectError(await call("PUT", `/users/${target.id}/notifications/preferences`, { token: member.token, body: { template_disabled_map: {} } }), 404);
+    await expectError(
+      await call("PUT", `/users/${target.id}/notifications/preferences`, { token: member.token, body: { template_disabled_map: {} } }),
+      404,
+    );
   });
 });
 
@@ -156,7 +202,10 @@ describe("enqueue rules (SPEC §6)", () => {
     await call("PUT", "/users/me/notifications/preferences", { token: user.token, body: { template_disabled_map: { [TEMPLATE_IDS.custom]: true } } });
     expect((await call("POST", "/notifications/custom", { token: user.token, body: { content: { title: "muted" } } })).status).toBe(204);
     const rows = await messages(user.id);
-    expect(rows.map((r) => [r.method, r.status]).sort()).toEqual([["inbox", "inhibited"], ["smtp", "inhibited"]]);
+    expect(rows.map((r) => [r.method, r.status]).sort()).toEqual([
+      ["inbox", "inhibited"],
+      ["smtp", "inhibited"],
+    ]);
     expect(rows[0]?.status_reason).toMatch(/preference/);
     await new Promise((r) => setTimeout(r, 100));
     expect((await list(user.token)).notifications).toEqual([]);
@@ -165,7 +214,14 @@ describe("enqueue rules (SPEC §6)", () => {
   it("account events notify owners and user-admins (not the actor) and the account itself", async () => {
     const admin = await owner();
     const userAdmin = await createUser({ roles: ["user-admin"] });
-    const res = await call("POST", "/users", { token: admin.token, body: { email: `evt-${crypto.randomUUID().slice(0, 6)}@herald.test`, username: `evt-${crypto.randomUUID().slice(0, 6)}`, password: "a-fine-long-passphrase-9" } });
+    const res = await call("POST", "/users", {
+      token: admin.token,
+      body: {
+        email: `evt-${crypto.randomUUID().slice(0, 6)}@herald.test`,
+        username: `evt-${crypto.randomUUID().slice(0, 6)}`,
+        password: "a-fine-long-passphrase-9",
+      },
+    });
     const created = await json<{ id: string; username: string }>(res);
     await call("PUT", `/users/${created.id}/status/suspend`, { token: admin.token });
     const forAdmin = async () => (await messages(userAdmin.id)).map((r) => r.template_id);
@@ -174,7 +230,9 @@ describe("enqueue rules (SPEC §6)", () => {
     const own = async () => (await messages(created.id)).map((r) => r.template_id);
     for (let i = 0; i < 100 && !(await own()).includes(TEMPLATE_IDS.yourAccountSuspended); i++) await new Promise((r) => setTimeout(r, 20));
     expect(await own()).toContain(TEMPLATE_IDS.yourAccountSuspended);
-    const actorRows = await env.DB.prepare("SELECT count(*) AS n FROM notification_messages WHERE user_id = ? AND created_by = ? AND template_id = ?").bind(admin.id, admin.id, TEMPLATE_IDS.userSuspended).first<{ n: number }>();
+    const actorRows = await env.DB.prepare("SELECT count(*) AS n FROM notification_messages WHERE user_id = ? AND created_by = ? AND template_id = ?")
+      .bind(admin.id, admin.id, TEMPLATE_IDS.userSuspended)
+      .first<{ n: number }>();
     expect(actorRows?.n).toBe(0);
   });
 });
@@ -184,7 +242,9 @@ describe("GET /notifications/messages (admin view)", () => {
     const admin = await owner();
     const user = await createUser();
     await call("POST", "/notifications/custom", { token: user.token, body: { content: { title: "watch me" } } });
-    const res = await call("GET", `/notifications/messages?user_id=${user.id}&method=inbox&template_id=${TEMPLATE_IDS.custom}`, { token: admin.token });
+    const res = await call("GET", `/notifications/messages?user_id=${user.id}&method=inbox&template_id=${TEMPLATE_IDS.custom}`, {
+      token: admin.token,
+    });
     expect(res.status).toBe(200);
     const body = await json<{ messages: { method: string; user_id: string; attempts: number; status_reason: string }[]; count: number }>(res);
     expect(body.count).toBe(1);

@@ -12,13 +12,13 @@
  * out before each cell.
  */
 import { describe, expect, it } from "vitest";
-import { TEMPLATE_IDS } from "../../src/notifications/templates";
 import { NotificationsMessages } from "../../src/notifications/messages";
-import { expectError, json } from "../helpers";
-import { deliver } from "../inbox/inbox-helpers";
+import { TEMPLATE_IDS } from "../../src/notifications/templates";
 import { quiesce } from "../fixtures/d1-state";
 import { ACTORS, type Line, type Operation, permissionMatrix, request } from "../fixtures/principals";
 import { stateChecks } from "../fixtures/stored-state";
+import { expectError, json } from "../helpers";
+import { deliver } from "../inbox/inbox-helpers";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Operations

@@ -2,7 +2,7 @@ import * as fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { TemplateRow } from "../../src/db/schema";
 import { stripControls } from "../../src/notifications/email/mime";
-import { emailText, escapeMarkdown, fill, parseActions, renderTemplate, type RenderContext } from "../../src/notifications/render";
+import { emailText, escapeMarkdown, fill, parseActions, type RenderContext, renderTemplate } from "../../src/notifications/render";
 import { anyText, NASTY_STRINGS } from "../fixtures/arbitraries";
 
 // The logic-less template renderer (README "Placeholders"): placeholders are substituted in one pass, label values
@@ -81,7 +81,17 @@ describe("fill: placeholders", () => {
   });
 
   it("anything else in braces is left as written", () => {
-    for (const t of ["{{.Foo}}", "{{.username}}", "{{.Labels.a-b}}", "{{.Labels.}}", "{{.Labels}}", "{{7*7}}", "{{ }}", "{{.Data.x.y}}", "{{{.UserUsername}}}"]) {
+    for (const t of [
+      "{{.Foo}}",
+      "{{.username}}",
+      "{{.Labels.a-b}}",
+      "{{.Labels.}}",
+      "{{.Labels}}",
+      "{{7*7}}",
+      "{{ }}",
+      "{{.Data.x.y}}",
+      "{{{.UserUsername}}}",
+    ]) {
       const out = fill(t, ctx({ labels: { a: "A" }, data: { x: { y: 1 } } }), verbatim);
       if (t === "{{{.UserUsername}}}") expect(out).toBe("{ada}");
       else expect(out, t).toBe(t);
@@ -162,7 +172,9 @@ describe("escapeMarkdown: label values are data, not Markdown", () => {
 
   it("property: a system template shows any label value exactly as given (controls collapsed to a space, ends trimmed)", () => {
     // Bare URLs are excluded: see the failing test below.
-    const value = fc.oneof(anyText, fc.string({ unit: "grapheme-ascii", maxLength: 40 })).filter((s) => !/(https?|ftp):\/\//i.test(s) && s.length < 2000);
+    const value = fc
+      .oneof(anyText, fc.string({ unit: "grapheme-ascii", maxLength: 40 }))
+      .filter((s) => !/(https?|ftp):\/\//i.test(s) && s.length < 2000);
     fc.assert(
       fc.property(value, (v) => {
         const r = renderTemplate(template({ titleTemplate: "{{.Labels.v}}", bodyTemplate: "Name: {{.Labels.v}}." }), ctx({ labels: { v } }));
@@ -193,7 +205,10 @@ describe("escapeMarkdown: label values are data, not Markdown", () => {
 describe("renderTemplate: system and custom templates", () => {
   it("renders Markdown, plain text and HTML from one template", () => {
     const r = renderTemplate(
-      template({ titleTemplate: 'Account "{{.Labels.account}}" created', bodyTemplate: "Hi {{.UserName}},\n\nAccount **{{.Labels.account}}** was created." }),
+      template({
+        titleTemplate: 'Account "{{.Labels.account}}" created',
+        bodyTemplate: "Hi {{.UserName}},\n\nAccount **{{.Labels.account}}** was created.",
+      }),
       ctx({ labels: { account: "grace_h" } }),
     );
     expect(r.titleMarkdown).toBe('Account "grace\\_h" created');
@@ -204,7 +219,10 @@ describe("renderTemplate: system and custom templates", () => {
   });
 
   it("titles and bodies are trimmed after filling", () => {
-    const r = renderTemplate(template({ titleTemplate: "  {{.Labels.t}}  ", bodyTemplate: "\n\n{{.Labels.b}}\n\n" }), ctx({ labels: { t: "T", b: "B" } }));
+    const r = renderTemplate(
+      template({ titleTemplate: "  {{.Labels.t}}  ", bodyTemplate: "\n\n{{.Labels.b}}\n\n" }),
+      ctx({ labels: { t: "T", b: "B" } }),
+    );
     expect(r.titleMarkdown).toBe("T");
     expect(r.bodyMarkdown).toBe("B");
   });
@@ -230,7 +248,9 @@ describe("renderTemplate: system and custom templates", () => {
   it("even in the custom template raw HTML stays text and refused links stay dead", () => {
     const r = renderTemplate(
       template({ kind: "custom", titleTemplate: "{{.Labels.custom_title}}", bodyTemplate: "{{.Labels.custom_message}}" }),
-      ctx({ labels: { custom_title: "t", custom_message: "<script>alert(1)</script>\n\n[x](javascript:alert(1)) ![p](https://tracker.example/p.gif)" } }),
+      ctx({
+        labels: { custom_title: "t", custom_message: "<script>alert(1)</script>\n\n[x](javascript:alert(1)) ![p](https://tracker.example/p.gif)" },
+      }),
     );
     expect(r.html).not.toMatch(/<script|<img|javascript:/i);
     expect(r.html).toContain('<a href="https://tracker.example/p.gif">p</a>');
@@ -240,7 +260,9 @@ describe("renderTemplate: system and custom templates", () => {
 describe("actions", () => {
   it("parseActions keeps only well-formed {label, url} entries, and refuses anything that is not a JSON array", () => {
     expect(parseActions('[{"label":"Open","url":"https://x.example"}]')).toEqual([{ label: "Open", url: "https://x.example" }]);
-    expect(parseActions('[null, 1, "x", [], {}, {"label":1,"url":"u"}, {"label":"l"}, {"url":"u"}, {"label":"ok","url":"u"}]')).toEqual([{ label: "ok", url: "u" }]);
+    expect(parseActions('[null, 1, "x", [], {}, {"label":1,"url":"u"}, {"label":"l"}, {"url":"u"}, {"label":"ok","url":"u"}]')).toEqual([
+      { label: "ok", url: "u" },
+    ]);
     for (const json of ["", "not json", "{}", '{"label":"a","url":"b"}', "null", "42", '"[]"', "[", '[{"label":"a","url":"b"}'])
       expect(parseActions(json), json).toEqual([]);
   });
@@ -253,31 +275,58 @@ describe("actions", () => {
     const r = renderTemplate(
       template({
         bodyTemplate: "b",
-        actions: JSON.stringify([{ label: "Reset for {{.Labels.who}}", url: "{{base_url}}/reset?otp={{.Labels.otp}}&u={{.UserUsername}}&e={{.UserEmail}}" }]),
+        actions: JSON.stringify([
+          { label: "Reset for {{.Labels.who}}", url: "{{base_url}}/reset?otp={{.Labels.otp}}&u={{.UserUsername}}&e={{.UserEmail}}" },
+        ]),
       }),
       ctx({ labels: { who: "A & B <c>", otp: "12 34&x=1#f" } }),
     );
     expect(r.actions).toEqual([
       { label: "Reset for A & B <c>", url: "https://herald.example.com/reset?otp=12%2034%26x%3D1%23f&u=ada&e=ada%40example.com" },
     ]);
-    expect(r.html).toContain('<p><a href="https://herald.example.com/reset?otp=12%2034%26x%3D1%23f&#38;u=ada&#38;e=ada%40example.com">Reset for A &#38; B &#60;c&#62;</a></p>');
+    expect(r.html).toContain(
+      '<p><a href="https://herald.example.com/reset?otp=12%2034%26x%3D1%23f&#38;u=ada&#38;e=ada%40example.com">Reset for A &#38; B &#60;c&#62;</a></p>',
+    );
   });
 
   it("a label value cannot turn an action into a different URL", () => {
-    const r = renderTemplate(template({ actions: JSON.stringify([{ label: "Go", url: "{{.Labels.target}}" }]) }), ctx({ labels: { target: "javascript:alert(1)" } }));
+    const r = renderTemplate(
+      template({ actions: JSON.stringify([{ label: "Go", url: "{{.Labels.target}}" }]) }),
+      ctx({ labels: { target: "javascript:alert(1)" } }),
+    );
     expect(r.actions[0]?.url).toBe("javascript%3Aalert(1)");
     expect(r.html).toBe("<p>Go</p>");
-    const r2 = renderTemplate(template({ actions: JSON.stringify([{ label: "Go", url: "{{base_url}}/x/{{.Labels.p}}" }]) }), ctx({ labels: { p: "../../@evil.example/" } }));
+    const r2 = renderTemplate(
+      template({ actions: JSON.stringify([{ label: "Go", url: "{{base_url}}/x/{{.Labels.p}}" }]) }),
+      ctx({ labels: { p: "../../@evil.example/" } }),
+    );
     expect(r2.actions[0]?.url).toBe("https://herald.example.com/x/..%2F..%2F%40evil.example%2F");
   });
 
   it("an action whose URL the link policy refuses is shown as its label, without a link", () => {
-    const r = renderTemplate(template({ actions: JSON.stringify([{ label: "<b>Run</b>", url: "javascript:alert(1)" }, { label: "Rel", url: "/relative" }]) }), ctx());
+    const r = renderTemplate(
+      template({
+        actions: JSON.stringify([
+          { label: "<b>Run</b>", url: "javascript:alert(1)" },
+          { label: "Rel", url: "/relative" },
+        ]),
+      }),
+      ctx(),
+    );
     expect(r.html).toBe("<p>&#60;b&#62;Run&#60;/b&#62;</p><p>Rel</p>");
   });
 
   it("the HTML part is the body followed by one paragraph per action", () => {
-    const r = renderTemplate(template({ bodyTemplate: "Body", actions: JSON.stringify([{ label: "A", url: "https://a.example" }, { label: "B", url: "mailto:b@example.com" }]) }), ctx());
+    const r = renderTemplate(
+      template({
+        bodyTemplate: "Body",
+        actions: JSON.stringify([
+          { label: "A", url: "https://a.example" },
+          { label: "B", url: "mailto:b@example.com" },
+        ]),
+      }),
+      ctx(),
+    );
     expect(r.html).toBe('<p>Body</p>\n<p><a href="https://a.example">A</a></p><p><a href="mailto:b@example.com">B</a></p>');
   });
 
@@ -295,7 +344,16 @@ describe("emailText: the e-mail's text part", () => {
   });
 
   it("lists each action as `label: url` after a blank line", () => {
-    const r = renderTemplate(template({ bodyTemplate: "Body", actions: JSON.stringify([{ label: "Open", url: "{{base_url}}/a" }, { label: "Help", url: "https://h.example" }]) }), ctx());
+    const r = renderTemplate(
+      template({
+        bodyTemplate: "Body",
+        actions: JSON.stringify([
+          { label: "Open", url: "{{base_url}}/a" },
+          { label: "Help", url: "https://h.example" },
+        ]),
+      }),
+      ctx(),
+    );
     expect(emailText(r)).toBe("Body\n\nOpen: https://herald.example.com/a\nHelp: https://h.example\n");
   });
 });
@@ -307,11 +365,21 @@ describe("renderTemplate: properties", () => {
     safeKey.map((k) => `{{.Labels.${k}}}`),
     safeKey.map((k) => `{{.Data.${k}}}`),
   );
-  const templateText = fc.array(fc.oneof(placeholder, fc.string({ maxLength: 10 }), fc.constantFrom("**", "\n\n", "# ", "- ", "[", "](", ")")), { maxLength: 12 }).map((p) => p.join(""));
+  const templateText = fc
+    .array(fc.oneof(placeholder, fc.string({ maxLength: 10 }), fc.constantFrom("**", "\n\n", "# ", "- ", "[", "](", ")")), { maxLength: 12 })
+    .map((p) => p.join(""));
   const labels = fc.dictionary(fc.oneof(safeKey, fc.constant("a")), fc.oneof(anyText, fc.constantFrom(...NASTY_STRINGS)), { maxKeys: 6 });
   const data = fc.dictionary(fc.oneof(safeKey, fc.constant("d")), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 });
   const actions = fc.oneof(
-    fc.array(fc.record({ label: templateText, url: fc.oneof(templateText, fc.constantFrom("{{base_url}}/x?a={{.Labels.a}}", "javascript:{{.Labels.a}}", "{{.Labels.a}}")) }), { maxLength: 3 }).map((a) => JSON.stringify(a)),
+    fc
+      .array(
+        fc.record({
+          label: templateText,
+          url: fc.oneof(templateText, fc.constantFrom("{{base_url}}/x?a={{.Labels.a}}", "javascript:{{.Labels.a}}", "{{.Labels.a}}")),
+        }),
+        { maxLength: 3 },
+      )
+      .map((a) => JSON.stringify(a)),
     fc.string({ maxLength: 20 }),
   );
 
@@ -326,7 +394,12 @@ describe("renderTemplate: properties", () => {
         data,
         fc.record({ name: anyText, username: fc.string({ maxLength: 10 }), email: fc.string({ maxLength: 20 }) }),
         (kind, titleTemplate, bodyTemplate, actionsJson, l, d, user) => {
-          const r = renderTemplate(template({ kind, titleTemplate, bodyTemplate, actions: actionsJson }), { user, labels: l, data: d, baseUrl: "https://herald.example.com/" });
+          const r = renderTemplate(template({ kind, titleTemplate, bodyTemplate, actions: actionsJson }), {
+            user,
+            labels: l,
+            data: d,
+            baseUrl: "https://herald.example.com/",
+          });
           expect(r.html).not.toMatch(/<(script|img|iframe|svg|style|object|embed)\b/i);
           expect(r.html).not.toMatch(/<[^>]*\son\w+=/i);
           for (const [, href = ""] of r.html.matchAll(/href="([^"]*)"/g)) expect(href).toMatch(/^(https?:\/\/[^/\\]|mailto:)/i);
@@ -340,7 +413,10 @@ describe("renderTemplate: properties", () => {
   it("in a system template, no label value can add a link or an HTML element to the HTML part", () => {
     // Bare URLs excluded (see the failing test above): anything else a label holds is text.
     const value = fc
-      .oneof(anyText, fc.constantFrom(...NASTY_STRINGS, "[x](mailto:a@evil.example)", "<mailto:a@evil.example>", "www.evil.example", "a@evil.example"))
+      .oneof(
+        anyText,
+        fc.constantFrom(...NASTY_STRINGS, "[x](mailto:a@evil.example)", "<mailto:a@evil.example>", "www.evil.example", "a@evil.example"),
+      )
       .filter((s) => !/:\/\//.test(s));
     fc.assert(
       fc.property(value, (v) => {

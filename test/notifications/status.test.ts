@@ -7,7 +7,7 @@ import { env } from "cloudflare:workers";
 import { eq, inArray } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
-import { MESSAGE_STATUSES, notificationMessages, type MessageStatus } from "../../src/db/schema";
+import { MESSAGE_STATUSES, type MessageStatus, notificationMessages } from "../../src/db/schema";
 import { DELIVERY_TRANSITIONS, INITIAL_STATUSES, moveMessages, sourcesOf } from "../../src/notifications/status";
 import { messageRow } from "../fixtures/message-row";
 
@@ -46,7 +46,10 @@ describe("the transition table", () => {
     const fromStart = new Set(INITIAL_STATUSES.flatMap((s) => [...reachable(s)]));
     expect([...fromStart].sort()).toEqual([...MESSAGE_STATUSES].sort());
     for (const status of MESSAGE_STATUSES) {
-      expect(FINISHED.some((done) => reachable(status).has(done)), `${status} can finish`).toBe(true);
+      expect(
+        FINISHED.some((done) => reachable(status).has(done)),
+        `${status} can finish`,
+      ).toBe(true);
     }
   });
 
@@ -76,7 +79,10 @@ describe("moveMessages", () => {
     const cases = MESSAGE_STATUSES.flatMap((from) => MESSAGE_STATUSES.map((to) => ({ from, to })));
     const ids = await Promise.all(cases.map(({ from }) => messageIn(from)));
     for (const [i, { to }] of cases.entries()) await moveMessages(db, eq(notificationMessages.id, ids[i] ?? ""), to, { statusReason: "moved" });
-    const rows = await db.select({ id: notificationMessages.id, status: notificationMessages.status }).from(notificationMessages).where(inArray(notificationMessages.id, ids));
+    const rows = await db
+      .select({ id: notificationMessages.id, status: notificationMessages.status })
+      .from(notificationMessages)
+      .where(inArray(notificationMessages.id, ids));
     const after = new Map(rows.map((r) => [r.id, r.status]));
     for (const [i, { from, to }] of cases.entries()) {
       const allowed = exits(from).includes(to);

@@ -1,5 +1,5 @@
-import { beforeAll, describe, expect, it } from "vitest";
 import { Ajv2020 } from "ajv/dist/2020.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { app } from "../../src/app";
 import { loginBody } from "../../src/auth/routes";
@@ -18,7 +18,7 @@ import {
 } from "../../src/openapi/responses";
 import { createUserBody } from "../../src/users/schemas";
 import { conformanceProblems } from "../fixtures/conformance";
-import { call, json, login, owner, OWNER } from "../helpers";
+import { call, json, login, OWNER, owner } from "../helpers";
 
 type Json = { [key: string]: unknown };
 
@@ -57,8 +57,7 @@ function deref(doc: Json, value: unknown): Json {
 function walk(node: unknown, visit: (key: string, value: unknown, path: string) => void, path = "#"): void {
   if (Array.isArray(node)) {
     for (const [i, item] of node.entries()) walk(item, visit, `${path}/${i}`);
-  }
-  else if (isObject(node)) {
+  } else if (isObject(node)) {
     for (const [key, value] of Object.entries(node)) {
       visit(key, value, path);
       walk(value, visit, `${path}/${key}`);
@@ -181,7 +180,13 @@ describe("GET /api/v2/openapi.json", () => {
         if (p.in === "query") expect(responses, `${where} has query parameters`).toHaveProperty("400");
       }
       const templated = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]).sort();
-      expect(params.filter((p) => p.in === "path").map((p) => p.name).sort(), where).toEqual(templated);
+      expect(
+        params
+          .filter((p) => p.in === "path")
+          .map((p) => p.name)
+          .sort(),
+        where,
+      ).toEqual(templated);
     }
   });
 
@@ -205,7 +210,9 @@ describe("GET /api/v2/openapi.json", () => {
       for (const path of openApiPaths(route.path)) served.add(`${route.method} ${path}`);
     }
     const all = operations(doc);
-    const documented = all.filter(({ method }) => method !== "head" && method !== "options").map(({ method, path }) => `${method.toUpperCase()} ${path}`);
+    const documented = all
+      .filter(({ method }) => method !== "head" && method !== "options")
+      .map(({ method, path }) => `${method.toUpperCase()} ${path}`);
     expect(new Set(documented).size).toBe(documented.length);
     expect([...documented].sort()).toEqual([...served].sort());
     // HEAD wherever GET is served (Hono answers it), OPTIONS (the CORS preflight) on every /api path.
@@ -300,7 +307,8 @@ describe("documented response schemas match what the routes send", () => {
 
 describe("responses are checked against the document (test/fixtures/conformance.ts)", () => {
   const me = "http://localhost/api/v2/users/me";
-  const jsonResponse = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
+  const jsonResponse = (status: number, body: unknown) =>
+    new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
 
   it("accepts what the route really sends", async () => {
     const { token } = await owner();

@@ -169,8 +169,10 @@ export class GithubPeer {
             ? { status: 200, body: token.account.emails.map(emailJson) }
             : { status: 404, body: notFound(`${DOCS}/rest/users/emails#list-email-addresses-for-the-authenticated-user`) },
         );
-      default:
-        { sendJson(res, 404, notFound(`${DOCS}/rest`)); return; }
+      default: {
+        sendJson(res, 404, notFound(`${DOCS}/rest`));
+        return;
+      }
     }
   }
 
@@ -211,8 +213,7 @@ export class GithubPeer {
       back(redirectUri, {
         error: scripted.error,
         error_description:
-          scripted.error_description ??
-          (scripted.error === "access_denied" ? "The user has denied your application access." : scripted.error),
+          scripted.error_description ?? (scripted.error === "access_denied" ? "The user has denied your application access." : scripted.error),
         error_uri: `${AUTHORIZE_ERRORS_DOC}/#${scripted.error.replaceAll("_", "-")}`,
       });
       return;
@@ -256,21 +257,32 @@ export class GithubPeer {
     const basic = basicCredentials(req.headers.authorization);
     const clientId = params.get("client_id") ?? basic?.id;
     const clientSecret = params.get("client_secret") ?? basic?.secret;
-    if (clientId !== GITHUB_CLIENT_ID || clientSecret === undefined || !sameText(clientSecret, GITHUB_CLIENT_SECRET)) {answer(INCORRECT_CLIENT_CREDENTIALS); return; 
+    if (clientId !== GITHUB_CLIENT_ID || clientSecret === undefined || !sameText(clientSecret, GITHUB_CLIENT_SECRET)) {
+      answer(INCORRECT_CLIENT_CREDENTIALS);
+      return;
     }
 
     const code = params.get("code") ?? "";
     const issued = this.codes.get(code);
     // A code is good for one exchange, successful or not.
     this.codes.delete(code);
-    if (!issued || issued.clientId !== clientId || issued.expiresAt < Date.now()) { answer(BAD_VERIFICATION_CODE); return; }
+    if (!issued || issued.clientId !== clientId || issued.expiresAt < Date.now()) {
+      answer(BAD_VERIFICATION_CODE);
+      return;
+    }
     const redirectUri = params.get("redirect_uri");
-    if (redirectUri !== null && redirectUri !== issued.redirectUri) { answer(REDIRECT_URI_MISMATCH); return; }
+    if (redirectUri !== null && redirectUri !== issued.redirectUri) {
+      answer(REDIRECT_URI_MISMATCH);
+      return;
+    }
     if (issued.codeChallenge !== undefined) {
       const verifier = params.get("code_verifier") ?? "";
       const computed = createHash("sha256").update(verifier).digest("base64url");
       // GitHub documents no dedicated PKCE error code; a failed verification looks like a bad code.
-      if (!sameText(computed, issued.codeChallenge)) { answer(BAD_VERIFICATION_CODE); return; }
+      if (!sameText(computed, issued.codeChallenge)) {
+        answer(BAD_VERIFICATION_CODE);
+        return;
+      }
     }
 
     // GitHub OAuth app user tokens: "gho_" and 36 base62 characters.
@@ -280,11 +292,7 @@ export class GithubPeer {
   }
 
   /** The REST API's authentication and headers around one endpoint. */
-  private api(
-    req: IncomingMessage,
-    res: ServerResponse,
-    endpoint: (token: IssuedToken) => { status: number; body: unknown },
-  ): void {
+  private api(req: IncomingMessage, res: ServerResponse, endpoint: (token: IssuedToken) => { status: number; body: unknown }): void {
     // api.github.com rejects requests without a User-Agent.
     if (!req.headers["user-agent"]) {
       res.writeHead(403, { "content-type": "text/plain" });
@@ -295,12 +303,16 @@ export class GithubPeer {
       return;
     }
     const authorization = req.headers.authorization;
-    if (!authorization) {sendJson(res, 401, { message: "Requires authentication", documentation_url: `${DOCS}/rest`, status: "401" }); return; 
+    if (!authorization) {
+      sendJson(res, 401, { message: "Requires authentication", documentation_url: `${DOCS}/rest`, status: "401" });
+      return;
     }
     // GitHub takes both `Bearer <token>` and the older `token <token>`.
     const match = /^(?:bearer|token)\s+(\S+)$/i.exec(authorization);
     const token = match?.[1] === undefined ? undefined : this.tokens.get(match[1]);
-    if (!token) {sendJson(res, 401, { message: "Bad credentials", documentation_url: `${DOCS}/rest`, status: "401" }); return; 
+    if (!token) {
+      sendJson(res, 401, { message: "Bad credentials", documentation_url: `${DOCS}/rest`, status: "401" });
+      return;
     }
     const { status, body } = endpoint(token);
     sendJson(res, status, body, {

@@ -6,11 +6,11 @@
 // script their answers and take the SMTP server down through a small JSON control API on the webhook port
 // (see test/peers.ts and test/external/oauth-peers.ts for the workerd-side helpers).
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo, Server as NetServer, } from "node:net";
+import type { AddressInfo, Server as NetServer } from "node:net";
 import type { TestProject } from "vitest/node";
-import { GithubPeer, type GithubAccount, type GithubEmail, type GithubScriptedError } from "./github";
-import { OidcPeer, type OidcAccount, type OidcScriptedError } from "./oidc";
-import { LabServer, SmtpLab, type LabEmail, type LabProfile } from "./smtp-lab";
+import { type GithubAccount, type GithubEmail, GithubPeer, type GithubScriptedError } from "./github";
+import { type OidcAccount, OidcPeer, type OidcScriptedError } from "./oidc";
+import { type LabEmail, type LabProfile, LabServer, SmtpLab } from "./smtp-lab";
 
 declare module "vitest" {
   export interface ProvidedContext {

@@ -80,7 +80,10 @@ export class OidcPeer {
     const issuer = `http://${host}:${port}`;
 
     const accounts = new Map<string, OidcAccount>([[DEFAULT_OIDC_ACCOUNT.sub, DEFAULT_OIDC_ACCOUNT]]);
-    const provider = new Provider(issuer, configuration((sub) => accounts.get(sub)));
+    const provider = new Provider(
+      issuer,
+      configuration((sub) => accounts.get(sub)),
+    );
     // OAuth errors (invalid_grant, …) are answered to the client and expected in tests; server_error means a bug in
     // this peer or its configuration, which should be loud.
     provider.on("server_error", (_ctx: unknown, error: unknown) => {
@@ -154,12 +157,7 @@ export class OidcPeer {
         const account = this.nextLogin;
         this.accounts.set(account.sub, account);
         // remember: false keeps the provider session cookie transient; each test's cookie jar is a fresh "browser".
-        await this.provider.interactionFinished(
-          req,
-          res,
-          { login: { accountId: account.sub, remember: false } },
-          { mergeWithLastSubmission: false },
-        );
+        await this.provider.interactionFinished(req, res, { login: { accountId: account.sub, remember: false } }, { mergeWithLastSubmission: false });
         return;
       }
       case "consent": {

@@ -108,12 +108,17 @@ export class LabServer {
           : login.method === "CRAM-MD5"
             ? login.username === p.username && login.validatePassword(p.password ?? "")
             : login.username === p.username && login.password === p.password;
-        if (!ok) { callback(new SmtpError(535, "5.7.8 Error: authentication failed: bad username or password")); return; }
+        if (!ok) {
+          callback(new SmtpError(535, "5.7.8 Error: authentication failed: bad username or password"));
+          return;
+        }
         this.sessions.set(session.id, { authUser: login.username ?? "", authMethod: login.method });
         callback(null, { user: login.username });
       },
       onMailFrom: (_address, session, callback) => {
-        if (p.rejectNonFqdnHelo && !/^(\[[0-9.:a-fA-F]+\]|[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+)$/.test(session.hostNameAppearsAs)) {callback(new SmtpError(504, `5.5.2 <${session.hostNameAppearsAs}>: Helo command rejected: need fully-qualified hostname`)); return; 
+        if (p.rejectNonFqdnHelo && !/^(\[[0-9.:a-fA-F]+\]|[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+)$/.test(session.hostNameAppearsAs)) {
+          callback(new SmtpError(504, `5.5.2 <${session.hostNameAppearsAs}>: Helo command rejected: need fully-qualified hostname`));
+          return;
         }
         callback();
       },
@@ -153,13 +158,19 @@ export class LabServer {
 
   private onRcpt(address: SMTPServerAddress, session: SMTPServerSession, callback: (error?: Error) => void): void {
     const scripted = this.profile.rcptReplies?.[address.address];
-    if (scripted) { callback(new SmtpError(scripted.code, scripted.message)); return; }
+    if (scripted) {
+      callback(new SmtpError(scripted.code, scripted.message));
+      return;
+    }
     if (this.profile.greylistMs) {
       const key = `${session.envelope.mailFrom ? session.envelope.mailFrom.address : ""}|${address.address}`;
       const now = this.clock();
       const first = this.firstSeen.get(key) ?? now;
       this.firstSeen.set(key, first);
-      if (now - first < this.profile.greylistMs) { callback(new SmtpError(451, "4.7.1 Greylisted, see https://postgrey.schweikert.ch/help/")); return; }
+      if (now - first < this.profile.greylistMs) {
+        callback(new SmtpError(451, "4.7.1 Greylisted, see https://postgrey.schweikert.ch/help/"));
+        return;
+      }
     }
     callback();
   }

@@ -35,10 +35,9 @@
 import * as fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { EXTERNAL_SCOPES } from "../../src/authz/catalog";
-import { parseUserSearch } from "../../src/users/search";
 import { UserMessages } from "../../src/users/messages";
-import { call, createUser, expectError, json, OWNER, owner, type TestUser } from "../helpers";
-import { anyText, badEmail, codePoints, malformedJson, notA, textLongerThan, textWithin, invalidBodies } from "../fixtures/arbitraries";
+import { parseUserSearch } from "../../src/users/search";
+import { anyText, badEmail, codePoints, invalidBodies, malformedJson, notA, textLongerThan, textWithin } from "../fixtures/arbitraries";
 import {
   BAD_JSON,
   type BodyEndpoint,
@@ -57,13 +56,14 @@ import {
   rawPaths,
   rawQuery,
   repeatedKey,
-  segmentsNamingNobody,
   STRONG_PASSWORD,
+  segmentsNamingNobody,
   unknownKey,
   VALIDATION_FAILED,
 } from "../fixtures/bad-input";
 import { assertErrorShape, expectRejected } from "../fixtures/error-shape";
 import { stateChecks } from "../fixtures/stored-state";
+import { call, createUser, expectError, json, OWNER, owner, type TestUser } from "../helpers";
 
 /** The account tables (see above), read whole. */
 const checks = stateChecks("accounts");

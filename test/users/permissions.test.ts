@@ -10,8 +10,8 @@
  * Destructive lines get fresh callers and targets where a success would change them (see `arrange` in the harness).
  */
 import { describe, expect, it } from "vitest";
-import { call, json } from "../helpers";
 import { ACTORS, adminToken, type Line, newAccount, type Operation, permissionMatrix, type Verdicts } from "../fixtures/principals";
+import { call, json } from "../helpers";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Operations

@@ -4,8 +4,8 @@ import * as fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { users } from "../../src/db/schema";
-import { parseUserSearch, searchFilters, type UserSearch } from "../../src/users/search";
 import { UserMessages } from "../../src/users/messages";
+import { parseUserSearch, searchFilters, type UserSearch } from "../../src/users/search";
 import { NASTY_STRINGS } from "../fixtures/arbitraries";
 
 // `GET /users?q=` in Coder's search syntax (src/users/search.ts): space-separated terms, `key:value` or free text,
@@ -94,7 +94,12 @@ describe("parseUserSearch: filters", () => {
   });
 
   it("terms combine; repeating a key adds its values", () => {
-    expect(ok("status:active status:suspended role:auditor x")).toEqual({ text: "x", statuses: ["active", "suspended"], roles: ["auditor"], loginTypes: [] });
+    expect(ok("status:active status:suspended role:auditor x")).toEqual({
+      text: "x",
+      statuses: ["active", "suspended"],
+      roles: ["auditor"],
+      loginTypes: [],
+    });
   });
 });
 
@@ -134,7 +139,15 @@ describe("parseUserSearch: errors name what is wrong", () => {
   });
 
   it("prototype names are neither keys nor values", () => {
-    for (const q of ["__proto__:x", "constructor:x", "toString:x", "status:__proto__", "role:constructor", "login_type:toString", "role:hasOwnProperty"]) {
+    for (const q of [
+      "__proto__:x",
+      "constructor:x",
+      "toString:x",
+      "status:__proto__",
+      "role:constructor",
+      "login_type:toString",
+      "role:hasOwnProperty",
+    ]) {
       expect(problems(q), q).toHaveLength(1);
     }
   });
@@ -150,7 +163,13 @@ describe("parseUserSearch: properties", () => {
     fc.string({ unit: "binary", maxLength: 60 }),
     fc.constantFrom(...NASTY_STRINGS),
     fc
-      .array(fc.oneof(fc.constantFrom("status:", "role:", "login_type:", "search:", "STATUS:", '"', ",", " ", "active", "owner", "member", "oidc", "x:", ":"), fc.string({ maxLength: 6 })), { maxLength: 10 })
+      .array(
+        fc.oneof(
+          fc.constantFrom("status:", "role:", "login_type:", "search:", "STATUS:", '"', ",", " ", "active", "owner", "member", "oidc", "x:", ":"),
+          fc.string({ maxLength: 6 }),
+        ),
+        { maxLength: 10 },
+      )
       .map((p) => p.join("")),
   );
 
@@ -186,11 +205,51 @@ describe("parseUserSearch: properties", () => {
 describe("searchFilters against D1", () => {
   const now = new Date(0).toISOString();
   const people = [
-    { id: "s-1", username: "ada", name: "Ada Lovelace", email: "ada@analytical.example", loginType: "password" as const, status: "active" as const, roles: ["owner"] },
-    { id: "s-2", username: "grace", name: "Grace Hopper", email: "grace@navy.example", loginType: "oidc" as const, status: "suspended" as const, roles: ["auditor"] },
-    { id: "s-3", username: "alan", name: "Alan 100% Turing", email: "alan_t@bletchley.example", loginType: "github" as const, status: "active" as const, roles: [] },
-    { id: "s-4", username: "elodie", name: "Élodie Ünal", email: "elodie@example.org", loginType: "password" as const, status: "active" as const, roles: ["user-admin", "auditor"] },
-    { id: "s-5", username: "jose", name: "José Núñez", email: "jose@example.org", loginType: "none" as const, status: "suspended" as const, roles: [] },
+    {
+      id: "s-1",
+      username: "ada",
+      name: "Ada Lovelace",
+      email: "ada@analytical.example",
+      loginType: "password" as const,
+      status: "active" as const,
+      roles: ["owner"],
+    },
+    {
+      id: "s-2",
+      username: "grace",
+      name: "Grace Hopper",
+      email: "grace@navy.example",
+      loginType: "oidc" as const,
+      status: "suspended" as const,
+      roles: ["auditor"],
+    },
+    {
+      id: "s-3",
+      username: "alan",
+      name: "Alan 100% Turing",
+      email: "alan_t@bletchley.example",
+      loginType: "github" as const,
+      status: "active" as const,
+      roles: [],
+    },
+    {
+      id: "s-4",
+      username: "elodie",
+      name: "Élodie Ünal",
+      email: "elodie@example.org",
+      loginType: "password" as const,
+      status: "active" as const,
+      roles: ["user-admin", "auditor"],
+    },
+    {
+      id: "s-5",
+      username: "jose",
+      name: "José Núñez",
+      email: "jose@example.org",
+      loginType: "none" as const,
+      status: "suspended" as const,
+      roles: [],
+    },
   ];
   const ids = people.map((p) => p.id);
 

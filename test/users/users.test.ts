@@ -16,7 +16,9 @@ interface UserBody {
 }
 
 async function auditActions(resourceId: string): Promise<string[]> {
-  const { results } = await env.DB.prepare("SELECT action FROM audit_logs WHERE resource_id = ? ORDER BY time").bind(resourceId).all<{ action: string }>();
+  const { results } = await env.DB.prepare("SELECT action FROM audit_logs WHERE resource_id = ? ORDER BY time")
+    .bind(resourceId)
+    .all<{ action: string }>();
   return results.map((r) => r.action);
 }
 
@@ -29,7 +31,9 @@ describe("first-owner bootstrap (SPEC §7)", () => {
     const me = await json<UserBody>(await call("GET", "/users/me", { token: admin.token }));
     expect(me.roles.map((r) => r.name)).toEqual(["owner"]);
     expect(me.organization_ids).toHaveLength(1);
-    const org = await env.DB.prepare("SELECT is_default FROM organizations WHERE id = ?").bind(me.organization_ids[0]).first<{ is_default: number }>();
+    const org = await env.DB.prepare("SELECT is_default FROM organizations WHERE id = ?")
+      .bind(me.organization_ids[0])
+      .first<{ is_default: number }>();
     expect(org?.is_default).toBe(1);
     expect(await auditActions(me.id)).toContain("create_first_user");
   });
@@ -51,8 +55,20 @@ describe("users", () => {
     expect(user.organization_ids).toHaveLength(1);
     expect(await auditActions(user.id)).toEqual(["create"]);
     // Usernames and e-mails are unique case-insensitively.
-    await expectError(await call("POST", "/users", { token: admin.token, body: { email: "other@herald.test", username: "MIXED-CASE", password: "a-fine-long-passphrase-9" } }), 409);
-    await expectError(await call("POST", "/users", { token: admin.token, body: { email: "mixed.case@HERALD.test", username: "other-name", password: "a-fine-long-passphrase-9" } }), 409);
+    await expectError(
+      await call("POST", "/users", {
+        token: admin.token,
+        body: { email: "other@herald.test", username: "MIXED-CASE", password: "a-fine-long-passphrase-9" },
+      }),
+      409,
+    );
+    await expectError(
+      await call("POST", "/users", {
+        token: admin.token,
+        body: { email: "mixed.case@HERALD.test", username: "other-name", password: "a-fine-long-passphrase-9" },
+      }),
+      409,
+    );
   });
 
   it("rejects a weak password with 400 Invalid password. and a password validation, creating nothing", async () => {
@@ -122,7 +138,11 @@ describe("users", () => {
     expect(await ids(`login_type:password search:"${tag} lovelace"`)).toEqual([ada.id]);
     expect(await ids(`login_type:oidc ${tag}`)).toEqual([]);
     expect(await ids(grace.email.toUpperCase())).toEqual([grace.id]);
-    const bad = await expectError(await call("GET", `/users?q=${encodeURIComponent("colour:blue")}`, { token: admin.token }), 400, UserMessages.invalidSearch);
+    const bad = await expectError(
+      await call("GET", `/users?q=${encodeURIComponent("colour:blue")}`, { token: admin.token }),
+      400,
+      UserMessages.invalidSearch,
+    );
     expect(bad.validations).toEqual([{ field: "q", detail: UserMessages.searchUnknownKey("colour") }]);
     const badValue = await expectError(await call("GET", "/users?q=status:dormant", { token: admin.token }), 400, UserMessages.invalidSearch);
     expect(badValue.validations?.[0]?.detail).toBe(UserMessages.searchBadValue("dormant", "status", ["active", "suspended"]));
@@ -219,7 +239,10 @@ describe("roles", () => {
     const userAdmin = await createUser({ roles: ["user-admin"] });
     await expectError(await call("PUT", `/users/${admin.id}/status/suspend`, { token: userAdmin.token }), 403);
     await expectError(await call("DELETE", `/users/${admin.id}`, { token: userAdmin.token }), 403);
-    await expectError(await call("PUT", `/users/${admin.id}/password`, { token: userAdmin.token, body: { password: "a-takeover-passphrase-77" } }), 403);
+    await expectError(
+      await call("PUT", `/users/${admin.id}/password`, { token: userAdmin.token, body: { password: "a-takeover-passphrase-77" } }),
+      403,
+    );
   });
 });
 
@@ -227,11 +250,26 @@ describe("password change", () => {
   it("requires the old password for your own, enforces the policy, and ends other sessions", async () => {
     const user = await createUser();
     const other = await login(user.email, user.password);
-    await expectError(await call("PUT", "/users/me/password", { token: user.token, body: { old_password: "wrong", password: "brand-new-passphrase-88" } }), 400, UserMessages.oldPasswordIncorrect);
+    await expectError(
+      await call("PUT", "/users/me/password", { token: user.token, body: { old_password: "wrong", password: "brand-new-passphrase-88" } }),
+      400,
+      UserMessages.oldPasswordIncorrect,
+    );
     await expectError(await call("PUT", "/users/me/password", { token: user.token, body: { password: "brand-new-passphrase-88" } }), 400);
-    await expectError(await call("PUT", "/users/me/password", { token: user.token, body: { old_password: user.password, password: "short" } }), 400, AuthMessages.invalidPassword);
-    await expectError(await call("PUT", "/users/me/password", { token: user.token, body: { old_password: user.password, password: user.password } }), 400, AuthMessages.samePassword);
-    const ok = await call("PUT", "/users/me/password", { token: user.token, body: { old_password: user.password, password: "brand-new-passphrase-88" } });
+    await expectError(
+      await call("PUT", "/users/me/password", { token: user.token, body: { old_password: user.password, password: "short" } }),
+      400,
+      AuthMessages.invalidPassword,
+    );
+    await expectError(
+      await call("PUT", "/users/me/password", { token: user.token, body: { old_password: user.password, password: user.password } }),
+      400,
+      AuthMessages.samePassword,
+    );
+    const ok = await call("PUT", "/users/me/password", {
+      token: user.token,
+      body: { old_password: user.password, password: "brand-new-passphrase-88" },
+    });
     expect(ok.status).toBe(204);
     expect((await call("GET", "/users/me", { token: user.token })).status).toBe(200);
     await expectError(await call("GET", "/users/me", { token: other }), 401);
@@ -242,7 +280,9 @@ describe("password change", () => {
   it("lets an owner reset a member's password without the old one", async () => {
     const admin = await owner();
     const user = await createUser();
-    expect((await call("PUT", `/users/${user.id}/password`, { token: admin.token, body: { password: "owner-chosen-passphrase-5" } })).status).toBe(204);
+    expect((await call("PUT", `/users/${user.id}/password`, { token: admin.token, body: { password: "owner-chosen-passphrase-5" } })).status).toBe(
+      204,
+    );
     expect(await login(user.email, "owner-chosen-passphrase-5")).toBeTruthy();
   });
 });

@@ -126,11 +126,7 @@ async function pbkdf2Matches({ iterations, salt, key }: Pbkdf2Hash, password: st
   try {
     // Raw UTF-8, not NFKC: Coder hashed the bytes exactly as typed.
     const material = await crypto.subtle.importKey("raw", encoder.encode(password), "PBKDF2", false, ["deriveBits"]);
-    const derived = await crypto.subtle.deriveBits(
-      { name: "PBKDF2", hash: "SHA-256", salt, iterations },
-      material,
-      PBKDF2_KEY_BYTES * 8,
-    );
+    const derived = await crypto.subtle.deriveBits({ name: "PBKDF2", hash: "SHA-256", salt, iterations }, material, PBKDF2_KEY_BYTES * 8);
     return timingSafeEqualBytes(derived, key);
   } catch {
     return false;

@@ -68,13 +68,7 @@ export function CreateUserForm({ onCreated }: { onCreated(user: User): void }) {
           problem={create.problem}
           problemField="name"
         />
-        <SelectField<LoginType>
-          label="Login type"
-          name="new-user-login-type"
-          value={loginType}
-          options={LOGIN_TYPES}
-          onValue={setLoginType}
-        />
+        <SelectField<LoginType> label="Login type" name="new-user-login-type" value={loginType} options={LOGIN_TYPES} onValue={setLoginType} />
         {loginType === "password" ? (
           <NewPasswordField label="Password" name="new-user-password" value={password} onValue={setPassword} problem={create.problem} />
         ) : null}

@@ -3,7 +3,7 @@ import { api, call } from "../api";
 import type { Me } from "../session";
 import { useAction } from "../ui/action";
 import { Empty, Loading, Page, ProblemAlert } from "../ui/components";
-import { type ItemStep, InboxItem } from "./item";
+import { InboxItem, type ItemStep } from "./item";
 import { onFrame, setUnread } from "./live";
 import { afterAction, applyChange, type BulkAction, DEFAULT_FILTERS, type Filters, type Item, matches, snoozeUntil, withState } from "./model";
 import { FilterBar, SelectionBar } from "./toolbar";

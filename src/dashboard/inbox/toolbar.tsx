@@ -31,7 +31,13 @@ export function FilterBar({ filters, onFilters }: { filters: Filters; onFilters(
         options={VIEW_OPTIONS}
         onValue={(archived) => onFilters({ ...filters, archived })}
       />
-      <SelectField name="inbox-read" label="Read status" value={filters.read} options={READ_OPTIONS} onValue={(read) => onFilters({ ...filters, read })} />
+      <SelectField
+        name="inbox-read"
+        label="Read status"
+        value={filters.read}
+        options={READ_OPTIONS}
+        onValue={(read) => onFilters({ ...filters, read })}
+      />
       <SelectField
         name="inbox-snoozed"
         label="Snoozed"

@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { type ApiProblem, api, asProblem, call } from "../api";
 import { type InboxFrame, onFrame, onResync, setUnread } from "./live";
-import { applyChange, type Filters, insert, type Item, matches, mayBringIn, PAGE_SIZE } from "./model";
+import { applyChange, type Filters, type Item, insert, matches, mayBringIn, PAGE_SIZE } from "./model";
 
 /** Frames kept to replay onto a page that was being read while they arrived. */
 const KEPT_FRAMES = 200;

@@ -43,7 +43,17 @@ export function ResetPasswordPage() {
         {step === "request" ? (
           <ActionForm action={request}>
             <p>Enter your account's e-mail address. If it has a password sign-in, a one-time passcode is sent to it.</p>
-            <Field label="E-mail" type="email" name="email" autocomplete="email" required value={email} onValue={setEmail} problem={request.problem} problemField="email" />
+            <Field
+              label="E-mail"
+              type="email"
+              name="email"
+              autocomplete="email"
+              required
+              value={email}
+              onValue={setEmail}
+              problem={request.problem}
+              problemField="email"
+            />
             <button type="submit" class="button-primary" disabled={request.pending}>
               Send a passcode
             </button>
@@ -53,7 +63,17 @@ export function ResetPasswordPage() {
           <ActionForm action={change}>
             {fromLink ? null : <Notice>If {email} has an account, a passcode is on its way. It works once, for a limited time.</Notice>}
             {fromLink ? (
-              <Field label="E-mail" type="email" name="email" autocomplete="username" required value={email} onValue={setEmail} problem={change.problem} problemField="email" />
+              <Field
+                label="E-mail"
+                type="email"
+                name="email"
+                autocomplete="username"
+                required
+                value={email}
+                onValue={setEmail}
+                problem={change.problem}
+                problemField="email"
+              />
             ) : null}
             <Field
               label="Passcode"

@@ -20,9 +20,27 @@ export function SetupPage() {
       <div class="narrow">
         <p>There is no account yet. The first one is the owner: it can create users, pause the notifier and send broadcasts.</p>
         <ActionForm action={create}>
-          <Field label="E-mail" type="email" name="email" autocomplete="email" required value={email} onValue={setEmail} problem={create.problem} problemField="email" />
+          <Field
+            label="E-mail"
+            type="email"
+            name="email"
+            autocomplete="email"
+            required
+            value={email}
+            onValue={setEmail}
+            problem={create.problem}
+            problemField="email"
+          />
           <UsernameField value={username} onValue={setUsername} problem={create.problem} />
-          <Field label="Name (optional)" name="name" autocomplete="name" value={name} onValue={setName} problem={create.problem} problemField="name" />
+          <Field
+            label="Name (optional)"
+            name="name"
+            autocomplete="name"
+            value={name}
+            onValue={setName}
+            problem={create.problem}
+            problemField="name"
+          />
           <NewPasswordField label="Password" value={password} onValue={setPassword} problem={create.problem} />
           <button type="submit" class="button-primary" disabled={create.pending}>
             {create.pending ? "Creating…" : "Create the owner account"}

@@ -25,7 +25,17 @@ export function SignInPage({ methods }: { methods: AuthMethods }) {
       <div class="narrow">
         {methods.password.enabled ? (
           <ActionForm action={signIn}>
-            <Field label="E-mail" type="email" name="email" autocomplete="username" required value={email} onValue={setEmail} problem={signIn.problem} problemField="email" />
+            <Field
+              label="E-mail"
+              type="email"
+              name="email"
+              autocomplete="username"
+              required
+              value={email}
+              onValue={setEmail}
+              problem={signIn.problem}
+              problemField="email"
+            />
             <Field
               label="Password"
               type="password"

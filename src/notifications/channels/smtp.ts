@@ -1,8 +1,8 @@
-import { isAddress, domainOf } from "../email/address";
+import { domainOf, isAddress } from "../email/address";
 import { composeEmail } from "../email/mime";
-import { sendMail, SmtpFailure } from "../email/smtp-client";
+import { SmtpFailure, sendMail } from "../email/smtp-client";
 import { emailText } from "../render";
-import { DeliveryError, type DeliveryContext } from "./types";
+import { type DeliveryContext, DeliveryError } from "./types";
 
 /**
  * SMTP failures by what they mean for a retry: a reply code of the command that failed decides (4xx temporary,

@@ -1,4 +1,4 @@
-import { DeliveryError, type DeliveryContext } from "./types";
+import { type DeliveryContext, DeliveryError } from "./types";
 
 const TIMEOUT_MS = 10_000;
 const encoder = new TextEncoder();
@@ -46,7 +46,13 @@ export async function sendWebhook({ config, message, rendered, payload, deadline
   let response: Response;
   try {
     // Never follow a redirect: fetch would turn the POST into a GET without the body and call it a success.
-    response = await fetch(url, { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(Math.max(1, Math.min(TIMEOUT_MS, deadline - Date.now()))) });
+    response = await fetch(url, {
+      method: "POST",
+      headers,
+      body,
+      redirect: "manual",
+      signal: AbortSignal.timeout(Math.max(1, Math.min(TIMEOUT_MS, deadline - Date.now()))),
+    });
   } catch (error) {
     const reason = error instanceof Error && error.name === "TimeoutError" ? "timed out" : "could not connect";
     throw new DeliveryError(`webhook ${reason}`, true);

@@ -200,7 +200,11 @@ async function hello(conn: Connection, name: string): Promise<Map<string, string
 }
 
 async function authenticate(conn: Connection, extensions: Map<string, string>, credentials: { username: string; password: string }): Promise<void> {
-  const offered = extensions.get("AUTH")?.split(/\s+/).filter((m) => m !== "") ?? [];
+  const offered =
+    extensions
+      .get("AUTH")
+      ?.split(/\s+/)
+      .filter((m) => m !== "") ?? [];
   if (offered.length === 0) {
     throw new SmtpFailure("policy", "credentials are configured (EMAIL_USERNAME) but the server does not offer AUTH");
   }
