@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { OFFLINE_ENV } from "./offline.mjs";
 
 const root = path.resolve(import.meta.dirname, "..");
 const devVars = path.join(root, ".dev.vars");
@@ -31,7 +32,7 @@ function wrangler(args, extraEnv = {}) {
     const child = spawn(process.execPath, [wranglerBin, ...args], {
       cwd: root,
       stdio: "inherit",
-      env: { ...process.env, ...extraEnv },
+      env: { ...process.env, ...OFFLINE_ENV, ...extraEnv },
     });
     const forward = (signal) => child.kill(signal);
     const signals = ["SIGINT", "SIGTERM", "SIGHUP"];

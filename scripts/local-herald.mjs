@@ -4,25 +4,81 @@
  * (test/e2e/herald.ts). Plain Node ESM, so the walkthrough runs without a build step on any Node ≥ 20.
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { OFFLINE_ENV } from "./offline.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-/** A TCP port nothing listens on right now, on loopback. */
-export function freePort() {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports handed out by `freePort`. A port is taken from below the range the kernel hands out for port 0 (Linux:
+ * 32768–60999, macOS and Windows: 49152–65535), so no program binding port 0 — workerd, wrangler, the test peers —
+ * can take it in the moment between this choice and Herald's bind. Within this process the set keeps a port from
+ * being handed out twice; across processes a lock file in the temporary directory does, held until this process
+ * exits (a lock whose process is gone is taken over).
+ */
+const PORT_RANGE = { from: 20_000, to: 32_000 };
+const PORT_LOCKS = path.join(tmpdir(), "herald-ports");
+const handedOut = new Set();
+let releaseOnExit = false;
+
+function processAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === "EPERM";
+  }
+}
+
+/** Takes the cross-process lock on `port`; false when a live process holds it. */
+function lockPort(port) {
+  mkdirSync(PORT_LOCKS, { recursive: true });
+  const file = path.join(PORT_LOCKS, String(port));
+  for (let tries = 0; tries < 2; tries++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: "wx" });
+      if (!releaseOnExit) {
+        releaseOnExit = true;
+        process.once("exit", () => {
+          for (const p of handedOut) rmSync(path.join(PORT_LOCKS, String(p)), { force: true });
+        });
+      }
+      return true;
+    } catch (error) {
+      if (error.code !== "EEXIST") throw error;
+      const holder = Number(readFileSync(file, "utf8"));
+      if (Number.isInteger(holder) && holder > 0 && processAlive(holder)) return false;
+      rmSync(file, { force: true });
+    }
+  }
+  return false;
+}
+
+/** Whether nothing listens on `port` on loopback right now. */
+function bindable(port) {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
+}
+
+/** A loopback TCP port that nothing listens on, reserved for this process (see PORT_RANGE). */
+export async function freePort() {
+  const span = PORT_RANGE.to - PORT_RANGE.from;
+  const start = Math.floor(Math.random() * span);
+  for (let i = 0; i < span; i++) {
+    const port = PORT_RANGE.from + ((start + i) % span);
+    if (handedOut.has(port)) continue;
+    if (!lockPort(port)) continue;
+    handedOut.add(port);
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port between ${PORT_RANGE.from} and ${PORT_RANGE.to}`);
 }
 
 /** The Node `npm start` would use: npm scripts put node_modules/.bin (the pinned Node 24) first on PATH. */
@@ -56,7 +112,7 @@ export async function startLocalHerald({ port, settings, label = "herald", timeo
       .join("\n")}\n`,
     { mode: 0o600 },
   );
-  const env = { ...process.env, PORT: String(port), CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", CI: "true" };
+  const env = { ...process.env, PORT: String(port), ...OFFLINE_ENV, CI: "true" };
   delete env.ACCESS_URL;
   env.PATH = `${path.join(root, "node_modules", ".bin")}${path.delimiter}${env.PATH ?? ""}`;
   const child = spawn(serverNode(), ["scripts/dev.mjs", "--persist-to", persist, "--env-file", envFile], {

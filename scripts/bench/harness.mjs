@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
+import { OFFLINE_ENV } from "../offline.mjs";
 
 export const root = path.resolve(import.meta.dirname, "..", "..");
 const require = createRequire(path.join(root, "package.json"));
@@ -15,6 +16,8 @@ const wranglerBin = path.join(path.dirname(wranglerPkgPath), wranglerPkg.bin.wra
 /** wrangler's own copy of miniflare (and so of workerd), resolved from wrangler's dependency tree. */
 const miniflarePath = createRequire(wranglerPkgPath).resolve("miniflare");
 
+// wrangler also runs in this process (its configuration readers), offline as well.
+Object.assign(process.env, OFFLINE_ENV);
 export const wrangler = require("wrangler");
 export const miniflare = require(miniflarePath);
 export const versions = {
@@ -23,7 +26,7 @@ export const versions = {
   workerd: createRequire(miniflarePath)("workerd/package.json").version,
 };
 
-export const QUIET_ENV = { CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1", FORCE_COLOR: "0" };
+export const QUIET_ENV = { ...OFFLINE_ENV, NO_COLOR: "1", FORCE_COLOR: "0" };
 
 /** Limit given to the login Rate Limiting bindings for the bench (wrangler.toml keeps 20/min per IP, 10/min per account). */
 export const BENCH_RATE_LIMIT = 1_000_000;
@@ -349,11 +352,17 @@ export function generateSecretKey() {
   return Buffer.from(crypto.getRandomValues(new Uint8Array(48))).toString("base64url");
 }
 
+/** The Workers `start` serves, each on a direct socket of its own: Herald, the baselines and the bench helper. */
+export const WORKERS = ["herald", "trivial", "helper", "hono-bare", "hono-headers", "plain-headers"];
+
 /**
  * Starts Herald, the trivial baseline Worker and the bench helper in one workerd, each Worker with its own direct socket.
- * Local D1, SQLite Durable Objects and Queues persist under `stateDir` (like `wrangler dev --persist-to`).
+ * Every socket (and the inspector's, with `inspect`) is bound to port 0 by workerd itself and read back once it
+ * listens, so no port is chosen before it is bound and two starts can never race for one. `urls` maps each name of
+ * WORKERS to its base URL. Local D1, SQLite Durable Objects and Queues persist under `stateDir` (like
+ * `wrangler dev --persist-to`).
  */
-export async function start({ outdir, stateDir, host, ports, secretKey, withoutQueueConsumer = false, inspectorPort }) {
+export async function start({ outdir, stateDir, host, secretKey, withoutQueueConsumer = false, inspect = false }) {
   const { workerOptions } = quietly(() => wrangler.unstable_getMiniflareWorkerOptions(path.join(root, "wrangler.toml")));
   // Module rules are for bundling from source; miniflare 5 takes the built modules instead. The every-minute cron
   // (re-drive and purge) is left out so it cannot fire in the middle of a measurement.
@@ -375,14 +384,13 @@ export async function start({ outdir, stateDir, host, ports, secretKey, withoutQ
     Object.entries(herald.ratelimits ?? {}).map(([name, rl]) => [name, { ...rl, simple: { ...rl.simple, limit: BENCH_RATE_LIMIT } }]),
   );
   const { Miniflare, Log, LogLevel, convertV4MiniflareOptions } = miniflare;
-  const references = Object.entries(referenceModules())
-    .filter(([name]) => ports[name] !== undefined)
-    .map(([name, contents]) => ({
-      name,
-      compatibilityDate: herald.compatibilityDate,
-      modules: [{ type: "ESModule", path: `${name}.mjs`, contents }],
-      unsafeDirectSockets: [{ host, port: ports[name], proxy: false }],
-    }));
+  const direct = [{ host, port: 0, proxy: false }];
+  const references = Object.entries(referenceModules()).map(([name, contents]) => ({
+    name,
+    compatibilityDate: herald.compatibilityDate,
+    modules: [{ type: "ESModule", path: `${name}.mjs`, contents }],
+    unsafeDirectSockets: direct,
+  }));
   const options = convertV4MiniflareOptions({
     resourcePersistencePath: stateDir,
     log: new Log(LogLevel.WARN),
@@ -394,7 +402,7 @@ export async function start({ outdir, stateDir, host, ports, secretKey, withoutQ
     },
     cf: false,
     // Only for `npm run bench:profile`: workerd's V8 inspector, for CPU profiles of the Herald Worker.
-    ...(inspectorPort === undefined ? {} : { inspectorPort }),
+    ...(inspect ? { inspectorPort: 0 } : {}),
     workers: [
       {
         ...herald,
@@ -405,29 +413,31 @@ export async function start({ outdir, stateDir, host, ports, secretKey, withoutQ
         ratelimits,
         // Diagnostics only (BENCH_WITHOUT_QUEUE_CONSUMER=1): queued e-mail copies then wait instead of competing.
         ...(withoutQueueConsumer ? { queueConsumers: {} } : {}),
-        unsafeDirectSockets: [{ host, port: ports.herald, proxy: false }],
+        unsafeDirectSockets: direct,
       },
       {
         name: "trivial",
         compatibilityDate: herald.compatibilityDate,
         modules: [{ type: "ESModule", path: "trivial.mjs", contents: TRIVIAL_WORKER }],
-        unsafeDirectSockets: [{ host, port: ports.trivial, proxy: false }],
+        unsafeDirectSockets: direct,
       },
       {
-        name: "bench-helper",
+        name: "helper",
         compatibilityDate: herald.compatibilityDate,
         modules: [{ type: "ESModule", path: "helper.mjs", contents: HELPER_WORKER }],
         // The same local database as Herald's (D1 storage is keyed by database id) and Herald's inbox objects.
         d1Databases: herald.d1Databases,
         durableObjects: { USER_INBOX: { className: "UserInbox", scriptName: "herald", useSQLite: true } },
-        unsafeDirectSockets: [{ host, port: ports.helper, proxy: false }],
+        unsafeDirectSockets: direct,
       },
       ...references,
     ],
   });
   const mf = new Miniflare(options);
   await mf.ready;
-  return { mf, modules, ratelimits };
+  const urls = Object.fromEntries(await Promise.all(WORKERS.map(async (name) => [name, (await mf.unsafeGetDirectURL(name)).origin])));
+  const inspectorPort = inspect ? Number((await mf.getInspectorURL()).port) : undefined;
+  return { mf, modules, ratelimits, urls, inspectorPort };
 }
 
 /** Applies drizzle/*.sql in order through the D1 binding (each file's statements in one batch). */

@@ -12,7 +12,6 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { originalPositionFor, TraceMap } from "@jridgewell/trace-mapping";
 import autocannon from "autocannon";
-import { freePort } from "../local-herald.mjs";
 import { applyMigrations, build, generateSecretKey, root, start } from "./harness.mjs";
 import { inTurn } from "./measure.mjs";
 import { deliverThroughObject } from "./seed.mjs";
@@ -171,21 +170,20 @@ async function main() {
     console.log("building without minification (names kept for the profile)");
     await build(outdir, { minify: false });
     const map = new TraceMap(JSON.parse(readFileSync(path.join(outdir, "index.js.map"), "utf8")));
-    const ports = {
-      herald: await freePort(),
-      trivial: await freePort(),
-      helper: await freePort(),
-      "hono-bare": await freePort(),
-      "hono-headers": await freePort(),
-      "plain-headers": await freePort(),
-    };
-    const inspectorPort = await freePort();
-    ({ mf } = await start({ outdir, stateDir: path.join(tmp, "state"), host: HOST, ports, secretKey: generateSecretKey(), inspectorPort }));
+    let urls;
+    let inspectorPort;
+    ({ mf, urls, inspectorPort } = await start({
+      outdir,
+      stateDir: path.join(tmp, "state"),
+      host: HOST,
+      secretKey: generateSecretKey(),
+      inspect: true,
+    }));
     await applyMigrations(mf);
-    const base = `http://${HOST}:${ports.herald}`;
+    const base = urls.herald;
     const first = await api(base, "POST", "/users/first", { body: { email: "ada@bench.example.com", username: "ada", password: PASSWORD } });
     const token = (await api(base, "POST", "/users/login", { body: { email: "ada@bench.example.com", password: PASSWORD } })).session_token;
-    await deliverThroughObject(`http://${HOST}:${ports.helper}`, first.user_id, 25);
+    await deliverThroughObject(urls.helper, first.user_id, 25);
     const inbox = await api(base, "GET", "/notifications/inbox", { token });
     const header = { "Service-Session-Token": token };
     const checks = {};
@@ -199,17 +197,17 @@ async function main() {
             };
     }
     const scenarios = [
-      { name: "trivial Worker", worker: "trivial", url: `http://${HOST}:${ports.trivial}/` },
-      { name: "reference: bare Hono, GET /healthz", worker: "hono-bare", url: `http://${HOST}:${ports["hono-bare"]}/healthz` },
+      { name: "trivial Worker", worker: "trivial", url: `${urls.trivial}/` },
+      { name: "reference: bare Hono, GET /healthz", worker: "hono-bare", url: `${urls["hono-bare"]}/healthz` },
       {
         name: "reference: Hono + Herald's response headers, GET /healthz",
         worker: "hono-headers",
-        url: `http://${HOST}:${ports["hono-headers"]}/healthz`,
+        url: `${urls["hono-headers"]}/healthz`,
       },
       {
         name: "reference: the trivial Worker + Herald's response headers",
         worker: "plain-headers",
-        url: `http://${HOST}:${ports["plain-headers"]}/`,
+        url: `${urls["plain-headers"]}/`,
       },
       { name: "GET /healthz", url: `${base}/healthz` },
       { name: "GET /notifications/dispatch-methods (authentication alone)", url: `${base}/api/v2/notifications/dispatch-methods`, headers: header },

@@ -5,7 +5,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { freePort } from "../local-herald.mjs";
 import { broadcastBench, RPCS_IN_FLIGHT } from "./broadcast.mjs";
 import { applyMigrations, BENCH_RATE_LIMIT, build, generateSecretKey, gzipSizeOf, root, start, versions } from "./harness.mjs";
 import { interleavedLatency, interleavedSamples, latency, resumeLatency, sequentialClient, summarize, throughput, watchLatency } from "./measure.mjs";
@@ -86,25 +85,30 @@ function authcheckBody(caller, other, orgId, notificationId) {
   return { checks };
 }
 
+/** The running Miniflare and where each of its Workers answers (`start` binds every socket to a port of its own). */
+function urlsOf(running) {
+  const { urls } = running;
+  return {
+    mf: running.mf,
+    base: urls.herald,
+    trivialUrl: `${urls.trivial}/`,
+    honoBareUrl: `${urls["hono-bare"]}/healthz`,
+    honoHeadersUrl: `${urls["hono-headers"]}/healthz`,
+    plainHeadersUrl: `${urls["plain-headers"]}/`,
+    helperUrl: urls.helper,
+  };
+}
+
 /** Builds, starts workerd, applies migrations, bootstraps users through the API and seeds their inboxes. */
 async function prepare(tmp, notes, env) {
   const outdir = path.join(tmp, "dist");
   const stateDir = path.join(tmp, "state");
   log(`building with wrangler deploy --dry-run --outdir ${outdir}`);
   const size = await build(outdir);
-  const ports = {
-    herald: await freePort(),
-    trivial: await freePort(),
-    helper: await freePort(),
-    "hono-bare": await freePort(),
-    "hono-headers": await freePort(),
-    "plain-headers": await freePort(),
-  };
   const startOptions = {
     outdir,
     stateDir,
     host: HOST,
-    ports,
     secretKey: generateSecretKey(),
     withoutQueueConsumer: diagnostics.withoutQueueConsumer,
   };
@@ -114,18 +118,12 @@ async function prepare(tmp, notes, env) {
     size,
     gz: gzipSizeOf(outdir, running.modules),
     code: codeInfo(root, running.modules[0].path),
-    base: `http://${HOST}:${ports.herald}`,
-    trivialUrl: `http://${HOST}:${ports.trivial}/`,
-    honoBareUrl: `http://${HOST}:${ports["hono-bare"]}/healthz`,
-    honoHeadersUrl: `http://${HOST}:${ports["hono-headers"]}/healthz`,
-    plainHeadersUrl: `http://${HOST}:${ports["plain-headers"]}/`,
-    helperUrl: `http://${HOST}:${ports.helper}`,
-    mf: running.mf,
+    ...urlsOf(running),
   });
   const migrations = await applyMigrations(running.mf);
   log(`applied D1 migrations ${migrations.join(", ")}; bootstrapping users through the API`);
 
-  const { base, helperUrl } = env;
+  let { base, helperUrl } = env;
   const first = await api(base, "POST", "/users/first", { body: { email: "ada@bench.example.com", username: "ada", password: PASSWORD } });
   const ada = { id: first.user_id, email: "ada@bench.example.com", token: await login(base, "ada@bench.example.com") };
   const users = {
@@ -150,7 +148,9 @@ async function prepare(tmp, notes, env) {
   const grown = growInboxOffline(objectFile(stateDir, "herald-UserInbox", bigObjectId), settings.bigInbox);
   log(`grew big's inbox offline to ${grown.rows.toLocaleString("en-US")} rows in ${grown.seconds.toFixed(1)} s; restarting workerd`);
   running = await start(startOptions);
-  env.mf = running.mf;
+  // A new workerd binds new ports.
+  Object.assign(env, urlsOf(running));
+  ({ base, helperUrl } = env);
 
   // The inboxes hold what the measurements claim.
   const inbox = async (u) => api(base, "GET", "/notifications/inbox", { token: u.token });

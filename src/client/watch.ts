@@ -149,8 +149,11 @@ export function watchInbox(options: WatchInboxOptions): WatchHandle {
       const init: { credentials?: "include"; headers?: Record<string, string> } =
         options.token === undefined ? { credentials: "include" } : { headers: { "Service-Session-Token": options.token } };
       const res = await doFetch(new URL("/api/v2/notifications/inbox/counts", options.baseUrl), init);
-      if (res.status === 401) return "unauthorized";
-      if (!res.ok) return undefined;
+      if (!res.ok) {
+        // Only the status is needed; a body never read would keep the request open.
+        await res.body?.cancel();
+        return res.status === 401 ? "unauthorized" : undefined;
+      }
       const body = (await res.json()) as { seq?: unknown };
       return typeof body.seq === "number" ? { seq: body.seq } : undefined;
     } catch {

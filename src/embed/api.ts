@@ -45,7 +45,11 @@ async function call(credentials: Credentials, path: string, method = "GET", body
     credentials: credentials.token === undefined ? "include" : "omit",
     cache: "no-store",
   });
-  if (!res.ok) throw new HttpError(res.status);
+  if (!res.ok) {
+    // Only the status is used; a body never read would keep the request open.
+    await res.body?.cancel();
+    throw new HttpError(res.status);
+  }
   return res;
 }
 

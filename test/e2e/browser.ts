@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { AxeResults, RunOptions } from "axe-core";
-import { type Browser, chromium, type Page } from "playwright-core";
+import { type Browser, chromium, type Page, type Request } from "playwright-core";
 import { expect } from "vitest";
 
 /** Debian's Chromium (.ci/run installs it); playwright-core drives it and downloads nothing. */
@@ -37,6 +37,19 @@ export function watchConsole(page: Page): string[] {
   });
   page.on("pageerror", (error) => problems.push(`uncaught: ${error.message}`));
   return problems;
+}
+
+/**
+ * The page's HTTP requests that have not finished: a request ends when its whole body has arrived, so one whose
+ * body the page neither reads nor cancels stays here, and the page never goes quiet (docs/dashboard.md, "Tests").
+ * WebSockets are not requests here.
+ */
+export function trackRequests(page: Page): { pending(): string[] } {
+  const open = new Map<Request, string>();
+  page.on("request", (request) => open.set(request, `${request.method()} ${request.url()}`));
+  page.on("requestfinished", (request) => open.delete(request));
+  page.on("requestfailed", (request) => open.delete(request));
+  return { pending: () => [...open.values()] };
 }
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");

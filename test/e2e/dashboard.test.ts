@@ -4,7 +4,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import PostalMime from "postal-mime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestProject } from "vitest/node";
-import { browserAvailable, expectAccessible, expectNoSidewaysScroll, launchBrowser, watchConsole } from "./browser";
+import { browserAvailable, expectAccessible, expectNoSidewaysScroll, launchBrowser, trackRequests, watchConsole } from "./browser";
 import { freePort, type RunningHerald, startHerald } from "./herald";
 
 // The dashboard (SPEC §9.4, docs/dashboard.md) in a real Chromium against Herald started by npm start's machinery,
@@ -22,6 +22,7 @@ let browser: Browser;
 let context: BrowserContext;
 let page: Page;
 let problems: string[];
+let requests: ReturnType<typeof trackRequests>;
 const axeResults: { label: string; violations: string[] }[] = [];
 
 const control = async (route: string, body?: unknown) => {
@@ -99,6 +100,7 @@ beforeAll(async () => {
   context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   page = await context.newPage();
   problems = watchConsole(page);
+  requests = trackRequests(page);
 }, 240_000);
 
 afterAll(async () => {
@@ -115,6 +117,8 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (SPEC §9.4)", () 
   it("first-user setup: a fresh Herald asks for the owner account, then signs it in to the inbox", async () => {
     await page.goto(herald.url);
     await page.getByRole("heading", { name: "Set up Herald" }).waitFor();
+    // Every request of the load ends, the 404 that says no owner exists yet included: the page goes quiet.
+    await poll(() => requests.pending()).toEqual([]);
     await checkBothThemes("Setup");
     await page.getByLabel("E-mail").fill(OWNER.email);
     await page.getByLabel("Username").fill(OWNER.username);
@@ -151,6 +155,7 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (SPEC §9.4)", () 
     await page.keyboard.type(OWNER.password);
     await page.keyboard.press("Enter");
     await page.getByRole("heading", { name: "Inbox", exact: true }).waitFor();
+    await poll(() => requests.pending()).toEqual([]);
   });
 
   it("a notification sent through the API appears live, with the badge and the tab title counting it", async () => {

@@ -97,8 +97,9 @@ function apply(state: Map<string, InboxNotification>, frame: NotificationFrame |
     if ("snoozed_until" in change && change.snoozed_until !== undefined) item.snoozed_until = change.snoozed_until;
   };
   if ("all" in change) {
-    // Mark-all-as-read: every notification that was unread (snoozed ones included) is read at that time.
-    for (const item of state.values()) if (item.read_at === null) set(item);
+    // Mark-all-as-read reads exactly the unread items: neither read nor snoozed. A snoozed item keeps its state until
+    // it wakes (docs/inbox.md, "Item states").
+    for (const item of state.values()) if (item.read_at === null && item.snoozed_until === null) set(item);
     return undefined;
   }
   for (const id of change.ids) {

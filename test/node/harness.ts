@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import path from "node:path";
 import type { D1Database } from "@cloudflare/workers-types";
 import { createTestHarness } from "wrangler";
+import { OFFLINE_ENV } from "../../scripts/offline.mjs";
 import type { InboxDelivery } from "../../src/inbox/model";
 import { PINNED_VARS } from "../fixtures/vars";
 
@@ -22,8 +23,7 @@ const root = path.resolve(import.meta.dirname, "../..");
  * configuration variable is passed explicitly (PINNED_VARS, then `vars`), so a developer's .dev.vars changes nothing.
  */
 export async function startHerald(vars: Record<string, string> = {}) {
-  process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
-  process.env.WRANGLER_SEND_METRICS = "false";
+  Object.assign(process.env, OFFLINE_ENV);
   const server = createTestHarness({
     root,
     workers: [{ configPath: "wrangler.toml", vars: { ...PINNED_VARS, ...vars }, secrets: { SECRET_KEY: randomBytes(32).toString("hex") } }],
