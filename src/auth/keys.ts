@@ -1,6 +1,8 @@
+import { inArray } from "drizzle-orm";
 import type { Config } from "../config/config";
 import type { Database } from "../db/client";
 import { type ApiKeyRow, apiKeys } from "../db/schema";
+import { inSlices } from "../db/slices";
 import { nowIso } from "../lib/crypto";
 import { generateToken } from "./tokens";
 
@@ -40,4 +42,16 @@ export async function issueKey(db: Database, input: IssueKeyInput) {
     lastUsed: nowIso(now),
   };
   return { token, row, insert: db.insert(apiKeys).values(row) };
+}
+
+/**
+ * When each of these keys expires now (epoch ms); a key that no longer exists is left out. A login session slides
+ * forward on use, so what a watch socket recorded when it opened may be out of date (docs/api.md, "Watching the
+ * inbox").
+ */
+export async function currentExpiries(db: Database, keyIds: readonly string[]): Promise<Map<string, number>> {
+  const rows = await Promise.all(
+    inSlices(keyIds).map((slice) => db.select({ id: apiKeys.id, expiresAt: apiKeys.expiresAt }).from(apiKeys).where(inArray(apiKeys.id, slice))),
+  );
+  return new Map(rows.flat().map((k) => [k.id, Date.parse(k.expiresAt)] as const));
 }

@@ -6,8 +6,8 @@
  */
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { listStatement } from "../../src/inbox/list-sql";
 import type { ListFilter } from "../../src/inbox/model";
-import { listStatement } from "../../src/inbox/user-inbox";
 import { createUser } from "../helpers";
 import { deliver, inbox, TEMPLATE_A, TEMPLATE_B } from "./inbox-helpers";
 
@@ -42,7 +42,7 @@ describe("list filters read through indexes (docs/inbox.md, Indexes)", () => {
     ["a template that matches nothing", { ...DEFAULT, templates: [NO_TEMPLATE] }, false, [TEMPLATE]],
     ["a template, read, after a cursor", { ...DEFAULT, templates: [NO_TEMPLATE], readStatus: "read" }, true, [TEMPLATE_PAGED]],
     [
-      // The unread rows' index would be SQLite's choice here without the unary + in the statement (user-inbox.ts).
+      // The unread rows' index would be SQLite's choice here without the unary + in the statement (src/inbox/list-sql.ts).
       "several templates, unread, after a cursor: the templates' index, not inbox_unread",
       { ...DEFAULT, templates: [TEMPLATE_A, TEMPLATE_B, NO_TEMPLATE], readStatus: "unread" },
       true,
