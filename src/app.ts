@@ -20,7 +20,7 @@ import { inboxRoutes } from "./inbox/routes";
 import { preferenceRoutes } from "./notifications/preferences";
 import { notificationRoutes } from "./notifications/routes";
 import { describeRoute } from "./openapi/describe";
-import { OpenApiDocumentSchema } from "./openapi/responses";
+import { OpenApiDocumentSchema } from "./openapi/schemas";
 import { keyRoutes } from "./users/keys";
 import { userRoutes } from "./users/routes";
 import { staticAsset, webRoutes } from "./web/routes";

@@ -1,16 +1,14 @@
 import { eq } from "drizzle-orm";
 import { Hono } from "hono";
-import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { assertScope } from "../authz/guard";
 import { apiKeys, users } from "../db/schema";
 import { dbFor } from "../db/session";
 import { forbidden } from "../http/errors";
+import { ResponseBody } from "../http/schemas";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
 import { describeRoute, errors, RATE, SET_SESSION_COOKIE } from "../openapi/describe";
-import { named } from "../openapi/registry";
-import { AuthMethods, LoginWithPasswordResponse, ResponseBody, ValidateUserPasswordResponse } from "../openapi/responses";
 import { commitAccountChanges, endKeys } from "./account-changes";
 import { clearSessionCookie, setSessionCookie } from "./cookies";
 import { issueKey, loginSessionLifetime } from "./keys";
@@ -19,10 +17,8 @@ import { AuthMessages } from "./messages";
 import { authMethods } from "./methods";
 import { checkPasswordPolicy } from "./passwords/policy";
 import { limitPerAccount, limitPerIp, limitSensitive } from "./rate-limit";
+import { AuthMethods, LoginWithPasswordResponse, loginBody, ValidateUserPasswordResponse, validatePasswordBody } from "./schemas";
 import { presentedSession, refuseCrossSite, requireAuth } from "./session";
-
-export const loginBody = named("LoginWithPasswordRequest", z.object({ email: z.email().max(320), password: z.string().max(1024) }));
-const validatePasswordBody = named("ValidateUserPasswordRequest", z.object({ password: z.string().max(4096) }));
 
 /** Sign-in and session endpoints: password sign-in, logout, validate-password, and the public list of sign-in methods. */
 export const authRoutes = new Hono<AppEnv>()
@@ -96,6 +92,7 @@ export const authRoutes = new Hono<AppEnv>()
       summary: "Log out: revoke the calling session and clear the cookie",
       tags: ["Sign-in"],
       access: "anyone",
+      scope: "api_key:delete",
       responses: [{ status: 200, description: `\`${AuthMessages.loggedOut}\``, schema: ResponseBody, headers: SET_SESSION_COOKIE }],
     }),
     requireAuth,
@@ -121,6 +118,7 @@ export const authRoutes = new Hono<AppEnv>()
       summary: "Check a candidate password against the password policy",
       tags: ["Sign-in"],
       access: "anyone",
+      scope: "user:read_personal",
       responses: [{ status: 200, description: "The verdict.", schema: ValidateUserPasswordResponse }],
       errors: RATE,
     }),

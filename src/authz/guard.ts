@@ -10,11 +10,17 @@ export function can(c: Context<AppEnv>, action: Action, object: AuthzObject): bo
   return authorize(c.get("auth").subject, action, object);
 }
 
-/** Throws 403 unless the caller may do `action` on `object`. */
+/**
+ * Throws 403 unless the caller may do `action` on `object`. When the credential's scopes leave the action out, the
+ * answer says so, whatever the roles: the holder of a narrowed token learns which scope it lacks, not that it lacks a
+ * role it may well have (docs/authorization.md, "API token scopes").
+ */
 export function assertCan(c: Context<AppEnv>, action: Action, object: AuthzObject, message?: string): void {
-  if (!can(c, action, object)) {
-    throw forbidden(Messages.forbidden, message ?? AuthzMessages.noPermission(action, object.type));
+  if (can(c, action, object)) return;
+  if (object.type !== "*" && !scopeAllows(c.get("auth").key.scopes, object.type, action)) {
+    throw forbidden(Messages.forbidden, AuthzMessages.scopeMissing(object.type, action));
   }
+  throw forbidden(Messages.forbidden, message ?? AuthzMessages.noPermission(action, object.type));
 }
 
 /**

@@ -1,41 +1,14 @@
 import { Hono } from "hono";
-import { z } from "zod";
 import { requireAuth } from "../auth/session";
 import { dbFor } from "../db/session";
 import { validationFailed } from "../http/errors";
-import { canonicalId } from "../http/ids";
 import type { AppEnv } from "../http/types";
 import { jsonBody, toValidations } from "../http/validate";
 import { describeRoute } from "../openapi/describe";
-import { named } from "../openapi/registry";
-import { AuthorizationResponse, ExternalAPIKeyScopes } from "../openapi/responses";
 import { EXTERNAL_SCOPES, isAction, isResourceType } from "./catalog";
 import { type AuthzObject, authorize } from "./evaluate";
 import { loadPlacements } from "./resources";
-
-const MAX_CHECKS = 100;
-
-const authorizationObject = named(
-  "AuthorizationObject",
-  z.object({
-    resource_type: z.string().min(1).max(64),
-    owner_id: z.string().max(64).transform(canonicalId).optional(),
-    organization_id: z.string().max(64).transform(canonicalId).optional(),
-    resource_id: z.string().max(64).transform(canonicalId).optional(),
-    any_org: z.boolean().optional(),
-  }),
-);
-
-const authorizationCheck = named("AuthorizationCheck", z.object({ action: z.string().min(1).max(64), object: authorizationObject }));
-
-const authorizationRequest = named(
-  "AuthorizationRequest",
-  z.object({
-    checks: z
-      .record(z.string().max(256), authorizationCheck)
-      .refine((checks) => Object.keys(checks).length <= MAX_CHECKS, `At most ${MAX_CHECKS} checks per request.`),
-  }),
-);
+import { AuthorizationResponse, authorizationCheck, authorizationRequest, ExternalAPIKeyScopes } from "./schemas";
 
 /** The scope catalogue (public) and authorization checks (docs/api.md, Authorization checks). */
 export const authzRoutes = new Hono<AppEnv>()
@@ -58,6 +31,7 @@ export const authzRoutes = new Hono<AppEnv>()
         'Every check is evaluated for the caller. `owner_id: "me"` means the caller; `resource_id` on a stored type uses the real object\'s owner and organization (not found → `false`). Unknown actions or types are `false`, not errors. At most 100 checks.',
       tags: ["Authorization"],
       access: "anyone",
+      scope: "none",
       responses: [{ status: 200, description: "One boolean per check key.", schema: AuthorizationResponse }],
       errors: { 400: "More than 100 checks, or a check without `action` / `object.resource_type`." },
     }),

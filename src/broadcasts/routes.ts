@@ -29,6 +29,7 @@ export const broadcastRoutes = new Hono<AppEnv>()
         "Answers once the audience is counted and the broadcast stored; the fan-out runs on the queue. Each recipient gets exactly one inbox item and the e-mail/webhook copy their preferences for the Broadcast template allow. With `email_when_unread_after`, the e-mail waits that long and is sent only if the inbox item is still unread and not archived (otherwise the message log records it as `skipped`).",
       tags: ["Broadcasts"],
       access: "user-admin",
+      scope: "notification_broadcast:create",
       responses: [{ status: 202, description: "Accepted: the broadcast's id and the recipients counted.", schema: BroadcastCreated }],
       errors: noPermission("send broadcasts"),
     }),
@@ -51,6 +52,7 @@ export const broadcastRoutes = new Hono<AppEnv>()
         "Each item is the broadcast's progress (as `GET /notifications/broadcasts/{id}` answers it) plus its title. Page with `starting_before` set to the last id of the previous page; a page shorter than `limit` is the last.",
       tags: ["Broadcasts"],
       access: "user-admin",
+      scope: "notification_broadcast:read",
       paramDocs: {
         starting_before: "Id of the last broadcast of the current page: returns strictly older ones, in (created_at, id) order.",
         limit: "Page size, 1–100 (default 25).",
@@ -79,6 +81,7 @@ export const broadcastRoutes = new Hono<AppEnv>()
       description: "`pending` reaches 0 and `completed_at` is set once every recipient's inbox copy is stored or has failed for good.",
       tags: ["Broadcasts"],
       access: "user-admin",
+      scope: "notification_broadcast:read",
       responses: [{ status: 200, description: "The progress.", schema: BroadcastProgress }],
       errors: { ...noPermission("read broadcasts"), 404: "No broadcast has this id." },
     }),

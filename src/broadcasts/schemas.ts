@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { ASSIGNABLE_SITE_ROLES } from "../authz/roles";
 import { uuid } from "../http/ids";
+import { timestamp } from "../http/schemas";
 import { notificationContent, readAwareDelay } from "../notifications/schemas";
 import { described, named } from "../openapi/registry";
-import { timestamp } from "../openapi/responses";
 
 /** The most user ids one broadcast may name (docs/broadcasts.md). */
 const MAX_LISTED_RECIPIENTS = 1000;

@@ -1,24 +1,21 @@
-import type { InboxNotification } from "../inbox/model";
+import type { z } from "zod";
+import type { InboxChangeFrame, InboxNotificationFrame } from "../inbox/schemas";
 import type { InboxChange } from "../inbox/watch";
 
 /** A change to existing notifications: the ids (or, with `all`, every notification that was unread) and what changed. */
 export type { InboxChange };
 
-/** A notification that arrived (delivered, or woken from a snooze) and matches the watch's filters. */
-export interface NotificationFrame {
-  /** The inbox's sequence number of this event (docs/inbox.md, "Sequenced sync"). */
-  seq: number;
-  notification: InboxNotification;
-  unread_count: number;
-}
+/**
+ * A notification that arrived (delivered, or woken from a snooze) and matches the watch's filters, with the inbox's
+ * sequence number of this event (docs/inbox.md, "Sequenced sync and resume").
+ */
+export type NotificationFrame = z.infer<typeof InboxNotificationFrame>;
 
-/** Sent only with `sync`: every other change (read, unread, archive, snooze, bulk, mark-all-as-read), whatever the filters. */
-export interface ChangeFrame {
-  seq: number;
-  /** The fields present are the ones that changed, with their new values. */
-  change: InboxChange;
-  unread_count: number;
-}
+/**
+ * Sent only with `sync`: every other change (read, unread, archive, snooze, bulk, mark-all-as-read), whatever the
+ * filters. The fields present are the ones that changed, with their new values.
+ */
+export type ChangeFrame = z.infer<typeof InboxChangeFrame>;
 
 export type WatchStopReason = "closed" | "session-ended" | "unauthorized";
 

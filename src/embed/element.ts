@@ -317,8 +317,10 @@ export class HeraldInbox extends HTMLElement {
     const { change } = frame;
     const fields: Partial<InboxNotification> = {};
     if (change.read_at !== undefined) fields.read_at = change.read_at;
-    if (change.archived_at !== undefined) fields.archived_at = change.archived_at;
-    if (change.snoozed_until !== undefined) fields.snoozed_until = change.snoozed_until;
+    // Only a change to named ids carries these (mark-all-as-read changes `read_at` alone).
+    const named = "ids" in change ? change : undefined;
+    if (named?.archived_at !== undefined) fields.archived_at = named.archived_at;
+    if (named?.snoozed_until !== undefined) fields.snoozed_until = named.snoozed_until;
     // `all` (mark-all-as-read) changed every item that was unread: neither read nor snoozed (docs/inbox.md).
     const ids = "ids" in change ? new Set(change.ids) : undefined;
     const applies = (item: InboxNotification) => (ids ? ids.has(item.id) : item.read_at === null && item.snoozed_until === null);
@@ -327,7 +329,7 @@ export class HeraldInbox extends HTMLElement {
     this.#setUnread(frame.unread_count, true);
     this.#render();
     const settings = this.#settings;
-    if (unseen && (change.archived_at === null || change.snoozed_until === null) && settings) {
+    if (unseen && (named?.archived_at === null || named?.snoozed_until === null) && settings) {
       void this.#refresh(this.#generation, settings);
     }
   }

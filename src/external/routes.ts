@@ -1,7 +1,6 @@
 import { eq } from "drizzle-orm";
 import { type Context, Hono } from "hono";
 import * as client from "openid-client";
-import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { commitAccountChanges, endKeys } from "../auth/account-changes";
 import { setSessionCookie } from "../auth/cookies";
@@ -18,8 +17,6 @@ import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
 import { nowIso, randomAlphanumeric } from "../lib/crypto";
 import { describeRoute, errors, LOCATION, RATE, SET_SESSION_COOKIE, USER_404 } from "../openapi/describe";
-import { described, named } from "../openapi/registry";
-import { OAuthConversionResponse } from "../openapi/responses";
 import { resolveUser } from "../users/resolve";
 import { userPath } from "../users/schemas";
 import { completeConversion, conversionStateHmac, resolveExternalUser } from "./accounts";
@@ -28,6 +25,7 @@ import { githubProvider } from "./github";
 import { ExternalMessages } from "./messages";
 import { oidcProvider } from "./oidc";
 import type { ExternalLoginType, ExternalProvider, FlowChecks } from "./provider";
+import { callbackQuery, convertLoginBody, OAuthConversionResponse } from "./schemas";
 
 const FLOW_TTL_MS = 10 * 60 * 1000;
 const CONVERSION_TTL_MS = 5 * 60 * 1000;
@@ -150,18 +148,6 @@ function callback(provider: ExternalProvider) {
   };
 }
 
-const convertLoginBody = named("ConvertLoginRequest", z.object({ password: z.string().max(1024), to_type: z.string().max(64) }));
-
-/** The callbacks read their query by hand (they are browser redirects, never validated as a whole): documentation only. */
-const callbackQuery = z.object({
-  code: described("Authorization code from the provider; with it (or `error`) the callback finishes the flow.", z.string()).optional(),
-  state: described("The state the flow started with.", z.string()).optional(),
-  error: described("Error code from the provider.", z.string()).optional(),
-  error_description: described("Error text from the provider.", z.string()).optional(),
-  redirect: described("Same-origin path to land on after sign-in (anything else becomes `/`).", z.string()).optional(),
-  oidc_merge_state: described("`state_string` of a convert-login: finishing the flow converts that user's login type.", z.string()).optional(),
-});
-
 function describeCallback(operationId: string, provider: string) {
   return describeRoute({
     operationId,
@@ -204,6 +190,7 @@ export const externalLoginRoutes = new Hono<AppEnv>()
         "Sets a signed cookie binding the state to the user; the browser then opens the provider's callback with `oidc_merge_state=<state_string>`.",
       tags: ["External sign-in"],
       access: "anyone",
+      scope: "user:update_personal",
       pathParams: userPath,
       responses: [{ status: 201, description: "The conversion, valid for 5 minutes.", schema: OAuthConversionResponse }],
       errors: errors(

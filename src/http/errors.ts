@@ -1,17 +1,9 @@
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 
-/** One entry of the `validations` array of an error body (docs/api.md, Conventions). */
-export interface FieldValidation {
-  field: string;
-  detail: string;
-}
+import type { ErrorBody, FieldValidation } from "./schemas";
 
-/** The error body every non-2xx response carries (docs/api.md, Conventions); empty `detail`/`validations` are omitted. */
-export interface ErrorBody {
-  message: string;
-  detail?: string;
-  validations?: FieldValidation[];
-}
+/** The error body every non-2xx response carries (docs/api.md, Conventions), and one entry of its `validations`. */
+export type { ErrorBody, FieldValidation };
 
 /**
  * The cross-cutting messages (and their details): conventions every route shares. Clients compare these strings

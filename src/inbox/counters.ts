@@ -6,12 +6,6 @@ import type { InboxStorage } from "./storage";
 const COUNTERS = ["unread", "archived", "snoozed", "total", "seq"] as const;
 export type CounterName = (typeof COUNTERS)[number];
 
-export interface TemplateCount {
-  template_id: string;
-  unread: number;
-  total: number;
-}
-
 /**
  * The inbox's counters and per-template counts. Written in the same transaction as the change they follow; read from
  * memory after the first read of an object's life. `forget` drops the memory when a transaction rolls back.
@@ -66,7 +60,7 @@ export class InboxCounters {
     this.storage.db.update(inboxTemplateCounts).set({ unread: 0 }).run();
   }
 
-  byTemplate(): TemplateCount[] {
+  byTemplate(): { template_id: string; unread: number; total: number }[] {
     // Plain SQL text, as the list: no query to build per call.
     return this.storage.sql
       .exec<{ template_id: string; unread: number; total: number }>(

@@ -1,20 +1,9 @@
+import type { z } from "zod";
 import type { InboxRow } from "./schema";
+import type { InboxNotification as InboxNotificationSchema } from "./schemas";
 
-/** An inbox notification, as the API returns it (InboxNotification in the OpenAPI document). */
-export interface InboxNotification {
-  id: string;
-  user_id: string;
-  template_id: string;
-  targets: string[];
-  title: string;
-  content: string;
-  icon: string;
-  actions: { label: string; url: string }[];
-  read_at: string | null;
-  created_at: string;
-  archived_at: string | null;
-  snoozed_until: string | null;
-}
+/** An inbox notification, as the API returns it: the type of its documented schema (src/inbox/schemas.ts). */
+export type InboxNotification = z.infer<typeof InboxNotificationSchema>;
 
 type ReadStatus = "all" | "read" | "unread";
 /** How the list treats archived or snoozed items: left out (the default), included, or the only ones listed. */

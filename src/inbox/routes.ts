@@ -1,39 +1,34 @@
 import { type Context, Hono, type TypedResponse } from "hono";
+import type { z } from "zod";
 import { offeredProtocols, requireAuth, WATCH_PROTOCOL } from "../auth/session";
 import { assertCan } from "../authz/guard";
 import { badRequest, Messages, notFound, validationFailed } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody, pathParams, queryParams } from "../http/validate";
 import { describeRoute, NO_BODY, type RouteDoc } from "../openapi/describe";
-import {
-  BulkInboxActionResponse,
-  InboxCountsResponse,
-  InboxWatchFrame,
-  ListInboxNotificationsResponse,
-  UpdateInboxNotificationReadStatusResponse,
-} from "../openapi/responses";
 import { InboxMessages } from "./messages";
 import type { InboxNotification } from "./model";
 import {
   archiveStatusBody,
+  BulkInboxActionResponse,
   bulkBody,
+  InboxCountsResponse,
+  InboxWatchFrame,
+  ListInboxNotificationsResponse,
   listInboxQuery,
   notificationIdParam,
   readStatusBody,
   SNOOZE_MAX_MS,
   SNOOZE_MIN_MS,
   snoozeBody,
+  UpdateInboxNotificationReadStatusResponse,
   watchInboxQuery,
 } from "./schemas";
 import type { ItemResult } from "./user-inbox";
 import { AFTER_SEQ_AHEAD, inFormat, WATCH_HEADER, type WatchAttachment, type WatchRequest } from "./watch";
 
-/** The inbox list's body (ListInboxNotificationsResponse in the OpenAPI document). */
-interface ListInboxResponse {
-  notifications: InboxNotification[];
-  unread_count: number;
-  seq: number;
-}
+/** The inbox list's body, as documented. */
+type ListInboxResponse = z.infer<typeof ListInboxNotificationsResponse>;
 
 /** The caller's own inbox object: every inbox route is one round trip to it after authentication. */
 function inboxOf(c: Context<AppEnv>, userId: string = c.get("auth").user.id) {
@@ -50,9 +45,10 @@ const NOT_YOURS = `Not one of the caller's notifications: \`${Messages.notFoundO
 const ONE_ITEM = {
   tags: ["Inbox"],
   access: "anyone",
+  scope: "inbox_notification:update",
   paramDocs: { id: "Id of the notification." },
   responses: [{ status: 200, description: "The updated notification.", schema: UpdateInboxNotificationReadStatusResponse }],
-} satisfies Pick<RouteDoc, "tags" | "access" | "paramDocs" | "responses">;
+} satisfies Pick<RouteDoc, "tags" | "access" | "scope" | "paramDocs" | "responses">;
 
 const FILTER_DOCS = {
   targets: "Comma-separated target UUIDs; a notification must carry every one (at most 16).",
@@ -71,6 +67,7 @@ export const inboxRoutes = new Hono<AppEnv>()
         "A WebSocket upgrade (`Upgrade: websocket`); the query is checked before the upgrade. Answers **101 Switching Protocols**; each newly delivered (or woken) notification that matches the filters is then sent as one text frame, an `InboxNotificationFrame` (title and content rendered per `format`); with `sync=true`, every other change arrives as an `InboxChangeFrame`. Every frame carries the inbox's `seq`; with `after_seq=N`, every event after N that the socket would have received live is sent first, in order, then the live ones. Browsers may authenticate by offering the subprotocols `herald.v1` and `herald.token.<token>` (only `herald.v1` is echoed) or by cookie from an allowed Origin. Close codes: 4008 the client fell behind (reconnect with `after_seq`), 4401 the session ended (do not reconnect with the same token), 4409 `after_seq` is older than the events kept (list the inbox, then resume from its `seq`).",
       tags: ["Inbox"],
       access: "anyone",
+      scope: "inbox_notification:read",
       paramDocs: {
         ...FILTER_DOCS,
         format: "Rendering of title and content: `markdown` (default) or `plaintext`.",
@@ -129,6 +126,7 @@ export const inboxRoutes = new Hono<AppEnv>()
       summary: "List the caller's inbox, newest first",
       tags: ["Inbox"],
       access: "anyone",
+      scope: "inbox_notification:read",
       paramDocs: {
         ...FILTER_DOCS,
         archived: "`exclude` (default), `include` or `only` archived notifications.",
@@ -176,6 +174,7 @@ export const inboxRoutes = new Hono<AppEnv>()
       summary: "Mark every unread notification of the caller read",
       tags: ["Inbox"],
       access: "anyone",
+      scope: "inbox_notification:update",
       responses: [{ status: 204, description: NO_BODY }],
     }),
     requireAuth,
@@ -193,6 +192,7 @@ export const inboxRoutes = new Hono<AppEnv>()
       description: "Exact counts, kept in the same transaction as every change, and the `seq` they are true at.",
       tags: ["Inbox"],
       access: "anyone",
+      scope: "inbox_notification:read",
       responses: [{ status: 200, description: "The counts.", schema: InboxCountsResponse }],
     }),
     requireAuth,
@@ -210,6 +210,7 @@ export const inboxRoutes = new Hono<AppEnv>()
         "One transaction: every selected notification the action changes, or none. Ids that are not the caller's are ignored (neither counted nor revealed); a `filter` selects what the list would show for it.",
       tags: ["Inbox"],
       access: "anyone",
+      scope: "inbox_notification:update",
       responses: [{ status: 200, description: "How many notifications changed, and the unread count after.", schema: BulkInboxActionResponse }],
     }),
     requireAuth,

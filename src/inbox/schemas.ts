@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { uuid } from "../http/ids";
+import { count, timestamp } from "../http/schemas";
 import { described, named } from "../openapi/registry";
 import { BULK_ACTIONS } from "./states";
 
@@ -118,4 +119,89 @@ export const bulkBody = named(
       { required: ["filter"], properties: { ids: false } },
     ],
   },
+);
+
+export const InboxNotification = named(
+  "InboxNotification",
+  z.strictObject({
+    id: uuid,
+    user_id: uuid,
+    template_id: uuid,
+    targets: z.array(uuid),
+    title: z.string(),
+    content: z.string(),
+    icon: z.string(),
+    actions: z.array(z.strictObject({ label: z.string(), url: z.string() })),
+    read_at: timestamp.nullable(),
+    created_at: timestamp,
+    archived_at: described("When it was archived; archived notifications are read.", timestamp.nullable()),
+    snoozed_until: described(
+      "While set, the notification is snoozed until then (not unread, left out of the list by default).",
+      timestamp.nullable(),
+    ),
+  }),
+);
+
+const seq = described("The inbox's sequence number: of the last change (lists and counts) or of this change (frames).", count);
+
+export const ListInboxNotificationsResponse = named(
+  "ListInboxNotificationsResponse",
+  z.strictObject({
+    notifications: z.array(InboxNotification),
+    unread_count: described("The caller's total unread count, ignoring filters.", count),
+    seq,
+  }),
+);
+
+export const InboxNotificationFrame = named(
+  "InboxNotificationFrame",
+  z.strictObject({ seq, notification: InboxNotification, unread_count: count }),
+  "Watch frame: a newly delivered (or woken) notification that matches the filters, and the unread count after it.",
+);
+
+export const InboxChangeFrame = named(
+  "InboxChangeFrame",
+  z.strictObject({
+    seq,
+    change: z.union([
+      z.strictObject({
+        ids: z.array(uuid),
+        read_at: timestamp.nullable().optional(),
+        archived_at: timestamp.nullable().optional(),
+        snoozed_until: timestamp.nullable().optional(),
+      }),
+      z.strictObject({ all: z.literal(true), read_at: timestamp }),
+    ]),
+    unread_count: count,
+  }),
+  "Watch frame sent only with `sync=true`: a change to existing notifications, whatever the filters. The fields present are those that changed, with their new values; `all: true` is mark-all-as-read (every notification that was unread).",
+);
+
+export const InboxWatchFrame = named(
+  "InboxWatchFrame",
+  z.union([InboxNotificationFrame, InboxChangeFrame]),
+  "One text frame of the inbox watch, after the upgrade: a notification, or (with `sync=true`) a change. Frames arrive in `seq` order.",
+);
+
+export const UpdateInboxNotificationReadStatusResponse = named(
+  "UpdateInboxNotificationReadStatusResponse",
+  z.strictObject({ message: z.string(), notification: InboxNotification, unread_count: count }),
+  "Satisfies both the interface's Response shape and the richer client shape.",
+);
+
+export const InboxCountsResponse = named(
+  "InboxCountsResponse",
+  z.strictObject({
+    unread: described("Neither read nor snoozed.", count),
+    archived: count,
+    snoozed: count,
+    total: count,
+    by_template: z.array(z.strictObject({ template_id: uuid, unread: count, total: count })),
+    seq,
+  }),
+);
+
+export const BulkInboxActionResponse = named(
+  "BulkInboxActionResponse",
+  z.strictObject({ updated: described("Notifications the action changed.", count), unread_count: count }),
 );

@@ -1,10 +1,12 @@
 import { and, asc, eq, inArray, isNotNull, isNull, lte, min, sql } from "drizzle-orm";
+import type { z } from "zod";
 import { inSlices } from "../db/slices";
-import type { InboxCounters, TemplateCount } from "./counters";
+import type { InboxCounters } from "./counters";
 import { EventLog } from "./event-log";
 import { type Cursor, listStatement, type StateRow, selectionStatement } from "./list-sql";
 import { fallbackIcon, type InboxDelivery, type ListFilter, toInboxNotification } from "./model";
 import { type InboxRow, inboxNotifications } from "./schema";
+import type { InboxCountsResponse } from "./schemas";
 import { applyAction, type BulkAction, type ChangedFields, changed, contribution, type InboxAction } from "./states";
 import type { InboxStorage } from "./storage";
 import type { InboxEvent, SequencedEvent } from "./watch";
@@ -36,14 +38,8 @@ export type ListResult =
   | { ok: true /** A JSON array of InboxNotification, newest first. */; notificationsJson: string; unreadCount: number; seq: number }
   | { ok: false; reason: "unknown_cursor" };
 
-export interface InboxCounts {
-  unread: number;
-  archived: number;
-  snoozed: number;
-  total: number;
-  by_template: TemplateCount[];
-  seq: number;
-}
+/** Every count of the inbox, as `GET /notifications/inbox/counts` documents it (src/inbox/schemas.ts). */
+export type InboxCounts = z.infer<typeof InboxCountsResponse>;
 
 /** A bulk action's selection: these ids (others' are simply not here), or what the list would show for a filter. */
 export type BulkSelection = { ids: string[] } | { filter: ListFilter };

@@ -1,7 +1,8 @@
+import type { z } from "zod";
 import { markdownToPlaintext } from "../markdown/plaintext";
 import { InboxMessages } from "./messages";
 import { type InboxFilter, type InboxNotification, matchesFilter, type WatchFormat } from "./model";
-import type { ChangedFields } from "./states";
+import type { InboxChangeFrame } from "./schemas";
 
 /** Internal header carrying the validated watch request from the Worker to the object (never from a client). */
 export const WATCH_HEADER = "X-Herald-Watch";
@@ -44,8 +45,11 @@ export const CLOSE_SESSION_ENDED = 4401;
 export const CLOSE_RESYNC = 4409;
 const MAX_BUFFERED_BYTES = 1024 * 1024;
 
-/** A change to many items at once: the ids (or every item that was unread, for mark-all-as-read) and what changed. */
-export type InboxChange = ({ ids: string[] } | { all: true }) & ChangedFields;
+/**
+ * A change to many items at once: the ids (or every item that was unread, for mark-all-as-read) and what changed, as
+ * the change frame documents it (src/inbox/schemas.ts).
+ */
+export type InboxChange = z.infer<typeof InboxChangeFrame>["change"];
 
 /**
  * One numbered event of the inbox (docs/inbox.md, "Sequenced sync"), as stored: a notification that arrives (a

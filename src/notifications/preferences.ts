@@ -3,22 +3,21 @@ import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { auditInsert } from "../audit/log";
 import { requireAuth } from "../auth/session";
-import { can } from "../authz/guard";
+import { assertCan } from "../authz/guard";
 import type { Database } from "../db/client";
 import { notificationPreferences, notificationTemplates, type UserRow } from "../db/schema";
 import { dbFor } from "../db/session";
 import { inSlices } from "../db/slices";
-import { forbidden, Messages, validationFailed } from "../http/errors";
+import { validationFailed } from "../http/errors";
 import { canonicalId } from "../http/ids";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
 import { nowIso } from "../lib/crypto";
 import { describeRoute, type Errors, errors, USER_404 } from "../openapi/describe";
-import { NotificationPreference } from "../openapi/responses";
 import { resolveUser } from "../users/resolve";
 import { userPath } from "../users/schemas";
 import { NotificationsMessages } from "./messages";
-import { preferencesBody } from "./schemas";
+import { NotificationPreference, preferencesBody } from "./schemas";
 
 async function preferencesOf(db: Database, userId: string) {
   const rows = await db
@@ -32,9 +31,7 @@ async function preferencesOf(db: Database, userId: string) {
 /** The user themself or an owner; someone who can see the user but not its preferences gets 403 (docs/api.md, Notifications). */
 async function targetUser(c: Context<AppEnv>, action: "read" | "update"): Promise<UserRow> {
   const user = await resolveUser(c, c.req.param("user") ?? "");
-  if (!can(c, action, { type: "notification_preference", ownerId: user.id })) {
-    throw forbidden(Messages.forbidden, NotificationsMessages.preferencesForbidden(action));
-  }
+  assertCan(c, action, { type: "notification_preference", ownerId: user.id }, NotificationsMessages.preferencesForbidden(action));
   return user;
 }
 
@@ -49,6 +46,7 @@ export const preferenceRoutes = new Hono<AppEnv>()
       summary: "Get a user's template preferences",
       tags: ["Notification preferences"],
       access: "anyone",
+      scope: "notification_preference:read",
       pathParams: userPath,
       responses: [{ status: 200, description: "Every preference the user has set.", schema: z.array(NotificationPreference) }],
       errors: errors(PREFERENCES_403, USER_404),
@@ -68,6 +66,7 @@ export const preferenceRoutes = new Hono<AppEnv>()
         "Upserts only the given entries. Keys must be ids of existing templates; mandatory templates cannot be disabled. Every bad key is reported and nothing changes.",
       tags: ["Notification preferences"],
       access: "anyone",
+      scope: "notification_preference:update",
       pathParams: userPath,
       responses: [{ status: 200, description: "Every preference the user has set.", schema: z.array(NotificationPreference) }],
       errors: errors(

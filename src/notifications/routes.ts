@@ -11,16 +11,25 @@ import { ApiError, badRequest, forbidden, Messages, notFound } from "../http/err
 import type { AppEnv } from "../http/types";
 import { jsonBody, pathParams, queryParams } from "../http/validate";
 import { describeRoute, errors, NO_BODY, noPermission } from "../openapi/describe";
-import { ListNotificationMessagesResponse, NotificationMethodsResponse, NotificationTemplate } from "../openapi/responses";
 import { redrive } from "./background";
 import { enqueueNotification } from "./enqueue";
 import { NotificationsMessages } from "./messages";
-import { customNotificationBody, messagesQuery, settingsBody, TemplateSettings, templateIdParam, templateSettingsBody } from "./schemas";
+import {
+  customNotificationBody,
+  ListNotificationMessagesResponse,
+  messagesQuery,
+  NotificationMethodsResponse,
+  NotificationTemplate,
+  settingsBody,
+  TemplateSettings,
+  templateIdParam,
+  templateSettingsBody,
+} from "./schemas";
 import { readPaused, writePaused } from "./settings";
 import { TEMPLATE_IDS } from "./templates";
 
 /** The interface's NotificationTemplate: `actions` is a JSON string, `method` "" when the deployment default. */
-export function toTemplateResponse(t: TemplateRow) {
+function toTemplateResponse(t: TemplateRow): z.infer<typeof NotificationTemplate> {
   return {
     id: t.id,
     name: t.name,
@@ -81,6 +90,7 @@ function describeTemplates(kind: TemplateRow["kind"], operationId: string) {
     summary: `List ${kind} notification templates, by name`,
     tags: ["Notifications"],
     access: "anyone",
+    scope: "notification_template:read",
     responses: [{ status: 200, description: "The templates.", schema: z.array(NotificationTemplate) }],
     errors: errors(noPermission("read notification templates"), { 500: `Retrieving the ${kind} notification templates failed.` }),
   });
@@ -96,6 +106,7 @@ export const notificationRoutes = new Hono<AppEnv>()
       description: "At least one of `content.title` / `content.message` must be non-empty after trimming.",
       tags: ["Notifications"],
       access: "anyone",
+      scope: "notification_message:create",
       responses: [{ status: 204, description: NO_BODY }],
       errors: errors(
         { 403: `The caller is a system user: \`${NotificationsMessages.systemUserForbidden}\`, \`${NotificationsMessages.systemUserCustom}\`` },
@@ -106,9 +117,10 @@ export const notificationRoutes = new Hono<AppEnv>()
     jsonBody(customNotificationBody, { invalidMessage: NotificationsMessages.invalidCustomBody }),
     async (c) => {
       const auth = c.get("auth");
-      if (!can(c, "create", { type: "notification_message", ownerId: auth.user.id })) {
+      const message = { type: "notification_message", ownerId: auth.user.id } as const;
+      if (!can(c, "create", message)) {
         if (auth.user.isSystem) throw forbidden(NotificationsMessages.systemUserForbidden, NotificationsMessages.systemUserCustom);
-        throw forbidden();
+        assertCan(c, "create", message);
       }
       const body = c.req.valid("json");
       await enqueueNotification(
@@ -132,6 +144,7 @@ export const notificationRoutes = new Hono<AppEnv>()
       summary: "Available dispatch methods and the default",
       tags: ["Notifications"],
       access: "anyone",
+      scope: "deployment_config:read",
       responses: [{ status: 200, description: "An array with one entry.", schema: z.array(NotificationMethodsResponse) }],
     }),
     requireAuth,
@@ -147,6 +160,7 @@ export const notificationRoutes = new Hono<AppEnv>()
       summary: "Get the notifier setting",
       tags: ["Notifications"],
       access: "anyone",
+      scope: "deployment_config:read",
       responses: [{ status: 200, description: "The settings.", schema: settingsBody }],
     }),
     requireAuth,
@@ -163,6 +177,7 @@ export const notificationRoutes = new Hono<AppEnv>()
       description: "Owner only. Pausing stops all dispatch (inbox included); resuming delivers everything that waited, in order.",
       tags: ["Notifications"],
       access: "owner",
+      scope: "deployment_config:update",
       responses: [
         { status: 200, description: "Changed: the new settings.", schema: settingsBody },
         { status: 304, description: "Not Modified: the value was already set. No body." },
@@ -204,6 +219,7 @@ export const notificationRoutes = new Hono<AppEnv>()
       summary: "A template's delivery settings",
       tags: ["Notifications"],
       access: "anyone",
+      scope: "notification_template:read",
       responses: [{ status: 200, description: "The settings.", schema: TemplateSettings }],
       errors: errors(noPermission("read notification templates"), { 404: `No template has this id (\`${Messages.notFoundOrNoAccess}\`).` }),
     }),
@@ -224,6 +240,7 @@ export const notificationRoutes = new Hono<AppEnv>()
         "Owner only. With `email_when_unread_after` set, the template's e-mail copy waits that long and goes out only if the inbox copy is still unread and not archived then; otherwise the message log records it as `skipped` (docs/broadcasts.md). Applies to messages enqueued afterwards.",
       tags: ["Notifications"],
       access: "owner",
+      scope: "notification_template:update",
       responses: [{ status: 200, description: "The new settings.", schema: TemplateSettings }],
       errors: errors(noPermission("update notification templates"), {
         400: `A custom template (\`${NotificationsMessages.readAwareSystemOnly}\`) or one never delivered to the inbox.`,
@@ -259,6 +276,7 @@ export const notificationRoutes = new Hono<AppEnv>()
       summary: "Send the test notification to the caller",
       tags: ["Notifications"],
       access: "owner",
+      scope: "notification_message:create",
       responses: [{ status: 200, description: "Sent. No body (per the interface)." }],
       errors: { 403: NotificationsMessages.ownerSendsTest },
     }),
@@ -278,6 +296,7 @@ export const notificationRoutes = new Hono<AppEnv>()
       summary: "The delivery log (owners)",
       tags: ["Notifications"],
       access: "owner",
+      scope: "notification_message:read",
       responses: [{ status: 200, description: "One page, newest first, and the total count.", schema: ListNotificationMessagesResponse }],
       errors: noPermission("read notification messages"),
     }),

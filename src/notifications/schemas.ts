@@ -2,7 +2,8 @@ import { z } from "zod";
 import { parseDuration } from "../config/duration";
 import { DISPATCH_METHODS, MESSAGE_STATUSES } from "../db/schema";
 import { uuid } from "../http/ids";
-import { described, named } from "../openapi/registry";
+import { count, timestamp } from "../http/schemas";
+import { described, exemplified, named } from "../openapi/registry";
 
 const CUSTOM_TITLE_MAX = 120;
 const CUSTOM_MESSAGE_MAX = 2000;
@@ -12,16 +13,19 @@ const CUSTOM_MESSAGE_MAX = 2000;
  * 120 / 2000. The title becomes an e-mail Subject, so it may hold no control character at all (line breaks and tabs
  * included); the message is Markdown and may have line breaks (docs/email.md).
  */
-export const notificationContent = z
-  .object({
-    title: z
-      .string()
-      .max(CUSTOM_TITLE_MAX, `title must be at most ${CUSTOM_TITLE_MAX} characters`)
-      .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, "title must not contain control characters such as line breaks or tabs")
-      .default(""),
-    message: z.string().max(CUSTOM_MESSAGE_MAX, `message must be at most ${CUSTOM_MESSAGE_MAX} characters`).default(""),
-  })
-  .refine((c) => c.title.trim() !== "" || c.message.trim() !== "", { message: "provide a non-empty title or message" });
+export const notificationContent = exemplified(
+  [{ title: "Deploy finished", message: "See [the log](https://ci.example.com/42)." }],
+  z
+    .object({
+      title: z
+        .string()
+        .max(CUSTOM_TITLE_MAX, `title must be at most ${CUSTOM_TITLE_MAX} characters`)
+        .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, "title must not contain control characters such as line breaks or tabs")
+        .default(""),
+      message: z.string().max(CUSTOM_MESSAGE_MAX, `message must be at most ${CUSTOM_MESSAGE_MAX} characters`).default(""),
+    })
+    .refine((c) => c.title.trim() !== "" || c.message.trim() !== "", { message: "provide a non-empty title or message" }),
+);
 
 /** `POST /notifications/custom` (N1). */
 export const customNotificationBody = named("CustomNotificationRequest", z.object({ content: notificationContent }));
@@ -35,17 +39,15 @@ const READ_AWARE_MAX_MS = 24 * 60 * 60 * 1000;
  */
 export const readAwareDelay = described(
   'How long the e-mail copy waits for the inbox copy to be read, e.g. `"15m"` (at most `"24h"`); `""` sends it at once.',
-  z
-    .string()
-    .max(32)
-    .transform((text, ctx) => {
-      const ms = text.trim() === "" ? 0 : parseDuration(text);
-      if (ms === undefined || ms > READ_AWARE_MAX_MS) {
-        ctx.addIssue({ code: "custom", message: 'must be a duration such as "15m", at most "24h", or "" for at once' });
-        return z.NEVER;
-      }
-      return ms;
-    }),
+  // The example sits on the string, before the transform: the document shows what a client sends.
+  exemplified(["15m"], z.string().max(32)).transform((text, ctx) => {
+    const ms = text.trim() === "" ? 0 : parseDuration(text);
+    if (ms === undefined || ms > READ_AWARE_MAX_MS) {
+      ctx.addIssue({ code: "custom", message: 'must be a duration such as "15m", at most "24h", or "" for at once' });
+      return z.NEVER;
+    }
+    return ms;
+  }),
 );
 
 export const settingsBody = named(
@@ -83,3 +85,53 @@ export const TemplateSettings = named(
 );
 
 export const templateIdParam = z.strictObject({ id: uuid });
+
+export const NotificationMethodsResponse = named(
+  "NotificationMethodsResponse",
+  z.strictObject({ available: z.array(z.string()), default: z.enum(["smtp", "webhook"]) }),
+);
+
+export const NotificationTemplate = named(
+  "NotificationTemplate",
+  z.strictObject({
+    id: uuid,
+    name: z.string(),
+    title_template: z.string(),
+    body_template: z.string(),
+    actions: described("A JSON array of `{label, url}` templates, as a string.", z.string()),
+    group: z.string(),
+    method: described('"" when the template uses the deployment default.', z.enum(["", "smtp", "webhook"])),
+    kind: z.enum(["system", "custom"]),
+    enabled_by_default: z.boolean(),
+  }),
+);
+
+export const NotificationPreference = named(
+  "NotificationPreference",
+  z.strictObject({ id: described("A template id.", uuid), disabled: z.boolean(), updated_at: timestamp }),
+);
+
+const NotificationMessage = named(
+  "NotificationMessage",
+  z.strictObject({
+    id: uuid,
+    notification_id: uuid,
+    template_id: uuid,
+    user_id: uuid,
+    method: z.enum(DISPATCH_METHODS),
+    status: z.enum(MESSAGE_STATUSES),
+    status_reason: z.string(),
+    attempts: count,
+    created_by: z.string(),
+    created_at: timestamp,
+    updated_at: timestamp,
+    sent_at: timestamp.nullable(),
+    next_retry_after: timestamp.nullable(),
+    targets: z.array(uuid),
+  }),
+);
+
+export const ListNotificationMessagesResponse = named(
+  "ListNotificationMessagesResponse",
+  z.strictObject({ messages: z.array(NotificationMessage), count }),
+);

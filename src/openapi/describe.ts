@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import type { z } from "zod";
+import type { RESOURCE_ACTIONS, ResourceType } from "../authz/catalog";
 import { Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import type { HeaderObject } from "./types";
@@ -39,7 +40,7 @@ export interface SuccessResponse {
 }
 
 /**
- * Who may call an authenticated route, for the generated permission matrix (test/endpoints/permissions.test.ts):
+ * Who may call an authenticated route, for the generated permission matrix (test/endpoints/matrix.test.ts):
  * - `anyone`: every signed-in user, on its own resources (a member included);
  * - `reader`: site-wide readers of the resource (owner, user-admin, auditor);
  * - `user-admin`: owners and user-admins;
@@ -48,12 +49,22 @@ export interface SuccessResponse {
  */
 type Access = "anyone" | "reader" | "user-admin" | "owner";
 
+/** A scope an API token may carry that names one action on one resource type (docs/authorization.md, "API token scopes"). */
+type ScopeName = { [T in ResourceType]: `${T}:${(typeof RESOURCE_ACTIONS)[T][number]}` }[ResourceType];
+
 export interface RouteDoc {
   operationId: string;
   summary: string;
   description?: string;
   tags: readonly [Tag, ...Tag[]];
   access?: Access;
+  /**
+   * The scope an API token needs for this route: the one its first check asks for (on a `{user}` route, when the
+   * caller acts on themself), or `"none"` for a route that answers about the caller whatever the token's scopes.
+   * Every authenticated route declares one; test/endpoints/scopes.test.ts proves it is the scope the route checks,
+   * and docs/endpoints.md lists it.
+   */
+  scope?: ScopeName | "none";
   /** Path parameters the route resolves itself (e.g. `{user}`); a `pathParams(...)` validator documents its own. */
   pathParams?: z.ZodType;
   /** A query the route reads by hand (browser redirects); a `queryParams(...)` validator documents its own. */

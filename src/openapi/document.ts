@@ -28,7 +28,7 @@ const SESSION: SecurityRequirement[] = [{ SessionToken: [] }, { BearerToken: [] 
 
 const DESCRIPTION = `Sign-in, authorization and notifications. All bodies are JSON.
 
-**How this document is made.** It is generated from the routes: each route carries its own description, the request schemas are the very zod schemas its validators check, and whether it needs a credential is read from its middleware. Response schemas are documentation written in zod next to the code that builds each body; the test suite checks every response it receives against them (docs/api.md, "The OpenAPI document").
+**How this document is made.** It is generated from the routes: each route carries its own description, the request schemas are the very zod schemas its validators check, and whether it needs a credential is read from its middleware. Response schemas are the zod schemas each feature keeps beside its routes, which the code's answer types are inferred from; the test suite checks every response it receives against them (docs/api.md, "The OpenAPI document").
 
 **Errors.** Every non-2xx response with a body is a \`Response\`: \`{"message", "detail"?, "validations"?: [{"field", "detail"}]}\`. Any route may answer 500 \`${Messages.internal}\` (the \`detail\` carries a request id), and a body above 1 MiB answers 413.
 
@@ -196,6 +196,10 @@ function operationObject(op: Operation, converted: Map<z.ZodType, JsonSchema>): 
     ...(params.length > 0 ? { parameters: params } : {}),
     ...(body ? { requestBody: { required: true, content: { "application/json": { schema: body } } } } : {}),
     responses,
+    // Who may call it and the scope an API token needs (docs/authorization.md): the route's own metadata, for
+    // clients and for docs/endpoints.md.
+    ...(op.doc.access ? { "x-herald-access": op.doc.access } : {}),
+    ...(op.doc.scope ? { "x-herald-scope": op.doc.scope } : {}),
   };
 }
 

@@ -10,6 +10,8 @@ export interface SchemaMeta {
    * checks that the document and the validator accept the same bodies.
    */
   anyOf?: JsonSchema[];
+  /** Values the schema accepts, shown in the document; generated requests use the first (test/fixtures/requests.ts). */
+  examples?: unknown[];
 }
 
 /**
@@ -30,6 +32,18 @@ export function named<T extends z.ZodType>(id: string, schema: T, description?: 
   components.add(schema, { id, ...(description === undefined ? {} : { description }), ...rules });
   namedSchemas.set(id, schema);
   return schema;
+}
+
+/**
+ * A copy of `schema` with examples, for a schema whose simplest value is not a valid one (a rule across fields): the
+ * document shows them, and the suites that generate requests from the document start from the first.
+ */
+export function exemplified<T extends z.ZodType>(examples: z.input<T>[], schema: T): T {
+  const copy = schema.clone();
+  // A described schema keeps its description; a named one is never copied (its copy would be a second component).
+  const { description } = components.get(schema) ?? {};
+  components.add(copy, { ...(description === undefined ? {} : { description }), examples });
+  return copy;
 }
 
 /** A described copy of `schema` (a copy, so a shared schema such as `z.uuid()` keeps its other uses undescribed). */

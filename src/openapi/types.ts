@@ -49,6 +49,10 @@ export interface OperationObject {
   parameters?: ParameterObject[];
   requestBody?: RequestBodyObject;
   responses: Record<string, ResponseObject | Reference>;
+  /** Who may call an authenticated operation (`RouteDoc.access`). */
+  "x-herald-access"?: string;
+  /** The scope an API token needs for it, or `none` (`RouteDoc.scope`). */
+  "x-herald-scope"?: string;
 }
 
 export type PathItem = Partial<Record<HttpMethod | "head" | "options", OperationObject>>;

@@ -15,10 +15,9 @@ import { badRequest, conflict, forbidden, Messages, notFound } from "../http/err
 import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
 import { describeRoute, errors, NO_BODY, noPermission, RATE, USER_404 } from "../openapi/describe";
-import { APIKey, APISession, GenerateAPIKeyResponse } from "../openapi/responses";
 import { UserMessages } from "./messages";
 import { resolveUser } from "./resolve";
-import { createTokenBody, endSessionsQuery, userKeyPath, userPath } from "./schemas";
+import { APIKey, APISession, createTokenBody, endSessionsQuery, GenerateAPIKeyResponse, userKeyPath, userPath } from "./schemas";
 import { isUniqueViolation } from "./service";
 
 const DEFAULT_TOKEN_LIFETIME_MS = 7 * 24 * 60 * 60 * 1000;
@@ -59,6 +58,7 @@ export const keyRoutes = new Hono<AppEnv>()
       description: '`lifetime` in seconds (default 7 days, capped by TOKEN_MAX_LIFETIME); `scopes` default `["all"]`.',
       tags: ["API keys"],
       access: "anyone",
+      scope: "api_key:create",
       pathParams: userPath,
       responses: [{ status: 201, description: "The token; its secret is shown only here.", schema: GenerateAPIKeyResponse }],
       errors: errors(
@@ -143,6 +143,7 @@ export const keyRoutes = new Hono<AppEnv>()
       summary: "List a user's named API tokens, newest first",
       tags: ["API keys"],
       access: "anyone",
+      scope: "api_key:read",
       pathParams: userPath,
       responses: [{ status: 200, description: "The tokens (never their secrets).", schema: z.array(APIKey) }],
       errors: errors(noPermission("read this user's API keys"), USER_404),
@@ -170,6 +171,7 @@ export const keyRoutes = new Hono<AppEnv>()
       description: "One per sign-in (password, OpenID Connect or GitHub); named API tokens are listed apart. `current` marks the calling session.",
       tags: ["API keys"],
       access: "anyone",
+      scope: "api_key:read",
       pathParams: userPath,
       responses: [{ status: 200, description: "The sessions (never their secrets).", schema: z.array(APISession) }],
       errors: errors(noPermission("read this user's API keys"), USER_404),
@@ -199,6 +201,7 @@ export const keyRoutes = new Hono<AppEnv>()
         "Signs the user out everywhere (named API tokens are kept) and closes their watch sockets. `except_current=true` keeps the calling session. The user themself, or an owner.",
       tags: ["API keys"],
       access: "anyone",
+      scope: "api_key:delete",
       pathParams: userPath,
       responses: [{ status: 204, description: NO_BODY }],
       errors: errors(noPermission("delete this user's API keys"), USER_404),
@@ -230,6 +233,7 @@ export const keyRoutes = new Hono<AppEnv>()
       summary: "Delete an API key or session of a user",
       tags: ["API keys"],
       access: "anyone",
+      scope: "api_key:delete",
       pathParams: userKeyPath,
       responses: [{ status: 204, description: NO_BODY }],
       errors: errors(noPermission("delete this user's API keys"), USER_404, { 404: "The key is not one of this user's." }),

@@ -11,15 +11,25 @@ import type { Database } from "../db/client";
 import { organizationMembers, organizations, type UserRow, users } from "../db/schema";
 import { dbFor, readFresh } from "../db/session";
 import { ApiError, badRequest, conflict, forbidden, Messages } from "../http/errors";
+import { ResponseBody } from "../http/schemas";
 import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
 import { nowIso } from "../lib/crypto";
 import { describeRoute, type Errors, errors, NO_BODY, noPermission, RATE, USER_404 } from "../openapi/describe";
-import { CreateFirstUserResponse, GetUsersResponse, ResponseBody, User } from "../openapi/responses";
 import { notifyAccountEvent, sendPasswordChangedNotice } from "./events";
 import { UserMessages } from "./messages";
 import { resolveUser } from "./resolve";
-import { changePasswordBody, createFirstUserBody, createUserBody, listUsersQuery, updateRolesBody, userPath } from "./schemas";
+import {
+  CreateFirstUserResponse,
+  changePasswordBody,
+  createFirstUserBody,
+  createUserBody,
+  GetUsersResponse,
+  listUsersQuery,
+  User,
+  updateRolesBody,
+  userPath,
+} from "./schemas";
 import { parseUserSearch, searchFilters } from "./search";
 import {
   assertPasswordPolicy,
@@ -125,6 +135,7 @@ export const userRoutes = new Hono<AppEnv>()
       summary: "Create a user (or a service account)",
       tags: ["Users"],
       access: "user-admin",
+      scope: "user:create",
       responses: [{ status: 201, description: "The new user.", schema: User }],
       errors: errors(INVALID_PASSWORD, noPermission("create users"), { 409: "A user with that e-mail or username already exists." }),
     }),
@@ -183,6 +194,7 @@ export const userRoutes = new Hono<AppEnv>()
       description: "A caller without site-wide read on users sees only itself.",
       tags: ["Users"],
       access: "anyone",
+      scope: "user:read",
       paramDocs: {
         q: `Coder's search syntax: space-separated \`status:active\`, \`role:owner\`, \`login_type:oidc\` (commas list several values) and free text (or \`search:"…"\`), matched case-insensitively in the username, name or e-mail. An unknown key or value → 400 \`${UserMessages.invalidSearch}\``,
       },
@@ -229,6 +241,7 @@ export const userRoutes = new Hono<AppEnv>()
       summary: "Get a user",
       tags: ["Users"],
       access: "anyone",
+      scope: "user:read",
       pathParams: userPath,
       responses: [{ status: 200, description: "The user.", schema: User }],
       errors: errors(noPermission("read this user"), USER_404),
@@ -253,6 +266,7 @@ export const userRoutes = new Hono<AppEnv>()
       summary: "Delete a user (soft delete; every key dies with it)",
       tags: ["Users"],
       access: "user-admin",
+      scope: "user:delete",
       pathParams: userPath,
       responses: [{ status: 200, description: `\`${UserMessages.deleted}\``, schema: ResponseBody }],
       errors: errors(noPermission("delete this user"), { 403: `\`${UserMessages.cannotDeleteSelf}\`` }, OWNER_GUARD, USER_404),
@@ -283,6 +297,7 @@ export const userRoutes = new Hono<AppEnv>()
         "Needs the permission to assign roles (owners and user-admins); only an owner grants or removes site roles other than member, so a user-admin's request succeeds only when it changes nothing.",
       tags: ["Users"],
       access: "user-admin",
+      scope: "assign_role:assign",
       pathParams: userPath,
       responses: [{ status: 200, description: "The user with its new roles.", schema: User }],
       errors: errors(
@@ -344,6 +359,7 @@ export const userRoutes = new Hono<AppEnv>()
         "One route, `PUT /users/{user}/status/{suspend|activate}`, documented as its two literal paths. Suspending ends the user's sign-ins (its keys answer 401).",
       tags: ["Users"],
       access: "user-admin",
+      scope: "user:update",
       pathParams: userPath,
       responses: [{ status: 200, description: "The user after the change.", schema: User }],
       errors: errors({ 400: "The caller tried to change its own status." }, noPermission("update this user"), OWNER_GUARD, USER_404),
@@ -377,6 +393,7 @@ export const userRoutes = new Hono<AppEnv>()
         "Your own password needs `old_password`; an administrator resetting someone else's does not. Every other session of the user is revoked.",
       tags: ["Users"],
       access: "anyone",
+      scope: "user:update_personal",
       pathParams: userPath,
       responses: [{ status: 204, description: NO_BODY }],
       errors: errors(

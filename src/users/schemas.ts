@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { ASSIGNABLE_SITE_ROLES } from "../authz/roles";
 import { TOKEN_LIFETIME_CEILING_MS } from "../config/schema";
+import { uuid } from "../http/ids";
+import { count, timestamp } from "../http/schemas";
 import { described, named } from "../openapi/registry";
 
 /** Coder's username rule: 1–32 of [a-zA-Z0-9-], no leading/trailing or double hyphen. */
@@ -131,3 +133,54 @@ export const userKeyPath = z.object({
   user: userParam,
   id: described("The API key id: the public 10-character half of the token.", z.string()),
 });
+
+const Role = named("Role", z.strictObject({ name: z.string(), display_name: z.string() }));
+
+export const User = named(
+  "User",
+  z.strictObject({
+    id: uuid,
+    username: z.string(),
+    name: z.string(),
+    email: z.string(),
+    avatar_url: z.string(),
+    created_at: timestamp,
+    updated_at: timestamp,
+    last_seen_at: timestamp.nullable(),
+    status: z.enum(["active", "suspended"]),
+    login_type: z.enum(["password", "oidc", "github", "none"]),
+    service_account: z.boolean(),
+    organization_ids: z.array(uuid),
+    roles: z.array(Role),
+  }),
+);
+
+export const GetUsersResponse = named("GetUsersResponse", z.strictObject({ users: z.array(User), count }));
+
+export const CreateFirstUserResponse = named("CreateFirstUserResponse", z.strictObject({ user_id: uuid, organization_id: uuid }));
+
+export const APIKey = named(
+  "APIKey",
+  z.strictObject({
+    id: described("The public 10-character half of the token.", z.string()),
+    user_id: uuid,
+    token_name: z.string(),
+    login_type: z.enum(["password", "oidc", "github", "token"]),
+    scopes: z.array(z.string()),
+    lifetime_seconds: z.number().int(),
+    expires_at: timestamp,
+    created_at: timestamp,
+    updated_at: timestamp,
+    last_used: timestamp,
+  }),
+);
+
+export const APISession = named(
+  "APISession",
+  APIKey.extend({ current: described("Whether this is the session the request was made with.", z.boolean()) }),
+);
+
+export const GenerateAPIKeyResponse = named(
+  "GenerateAPIKeyResponse",
+  z.strictObject({ key: described("The whole token, `<id>-<secret>`; shown only once.", z.string()) }),
+);

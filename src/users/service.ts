@@ -1,4 +1,5 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
+import type { z } from "zod";
 import { AuthMessages } from "../auth/messages";
 import { checkPasswordPolicy } from "../auth/passwords/policy";
 import { isSiteRole, SITE_ROLES } from "../authz/roles";
@@ -7,25 +8,12 @@ import { organizationMembers, organizations, type UserRow, users } from "../db/s
 import { inSlices } from "../db/slices";
 import { ApiError, badRequest, conflict } from "../http/errors";
 import { UserMessages } from "./messages";
+import type { User } from "./schemas";
 
 export const DEFAULT_ORG_NAME = "default";
 
-/** The public shape of a user (Coder's `User`); never carries the password hash. */
-export interface UserResponse {
-  id: string;
-  username: string;
-  name: string;
-  email: string;
-  avatar_url: string;
-  created_at: string;
-  updated_at: string;
-  last_seen_at: string | null;
-  status: "active" | "suspended";
-  login_type: UserRow["loginType"];
-  service_account: boolean;
-  organization_ids: string[];
-  roles: { name: string; display_name: string }[];
-}
+/** The public shape of a user (Coder's `User`), as documented (src/users/schemas.ts); never carries the password hash. */
+export type UserResponse = z.infer<typeof User>;
 
 export function toUserResponse(user: Omit<UserRow, "hashedPassword">, organizationIds: string[]): UserResponse {
   return {

@@ -17,67 +17,12 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { app } from "../../src/app";
-import { buildOpenApiDocument, operationsOf } from "../../src/openapi/document";
+import { operationsOf } from "../../src/openapi/document";
 import type { JsonSchema, OperationObject, ParameterObject } from "../../src/openapi/types";
 import { assertErrorShape, expectRejected } from "../fixtures/error-shape";
+import { apiPath, deref, document, sample, wrongType } from "../fixtures/requests";
 import { rejectedWithoutChange } from "../fixtures/stored-state";
-import { BASE, call, createUser, json, owner, type TestUser } from "../helpers";
-
-const document = buildOpenApiDocument(app.routes, { serverUrl: BASE });
-const schemas = document.components.schemas;
-
-function deref(schema: JsonSchema): JsonSchema {
-  const ref = schema.$ref;
-  return typeof ref === "string" ? deref(schemas[ref.split("/").pop() ?? ""] ?? {}) : schema;
-}
-
-const EXAMPLE_STRINGS: Record<string, string> = {
-  email: "someone@herald.test",
-  uuid: "00000000-0000-4000-8000-000000000000",
-  "date-time": "2026-01-01T00:00:00.000Z",
-};
-
-/** The simplest value the schema accepts (required properties only, plus those an `anyOf` branch requires). */
-function sample(raw: JsonSchema): unknown {
-  const schema = deref(raw);
-  if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
-  if ("const" in schema) return schema.const;
-  if (Array.isArray(schema.enum)) return schema.enum[0];
-  if (Array.isArray(schema.anyOf) && schema.type !== "object") return sample(schema.anyOf[0] as JsonSchema);
-  switch (schema.type) {
-    case "object": {
-      const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
-      const branch = Array.isArray(schema.anyOf) ? (schema.anyOf[0] as JsonSchema) : undefined;
-      const required = new Set([...((schema.required as string[] | undefined) ?? []), ...((branch?.required as string[] | undefined) ?? [])]);
-      const out: Record<string, unknown> = {};
-      for (const name of required) out[name] = sample(properties[name] ?? {});
-      return out;
-    }
-    case "array":
-      return Array.from({ length: Number(schema.minItems ?? 0) }, () => sample((schema.items ?? {}) as JsonSchema));
-    case "string": {
-      const format = typeof schema.format === "string" ? EXAMPLE_STRINGS[schema.format] : undefined;
-      if (format) return format;
-      const min = Number(schema.minLength ?? 1);
-      return "a".repeat(Math.max(min, 1));
-    }
-    case "integer":
-    case "number":
-      return Math.max(Number(schema.minimum ?? 1), Number(schema.exclusiveMinimum ?? 0) + 1);
-    case "boolean":
-      return true;
-    default:
-      return "a";
-  }
-}
-
-/** A value of another JSON type than the schema's. */
-function wrongType(raw: JsonSchema): unknown {
-  const schema = deref(raw);
-  if (schema.type === "string" || Array.isArray(schema.enum) || typeof schema.const === "string") return 12345;
-  if (schema.type === "boolean") return "yes";
-  return "not-what-was-asked";
-}
+import { call, createUser, json, owner, type TestUser } from "../helpers";
 
 interface Case {
   id: string;
@@ -110,15 +55,6 @@ const CASES: Case[] = operationsOf(app.routes).map((op) => {
     pathParams: (operation.parameters ?? []).filter((p) => p.in === "path"),
   };
 });
-
-/** `{user}` → the given user, `{id}` → a well-formed id that matches nothing. */
-function concrete(path: string, user: string): string {
-  return path.replace("{user}", user).replace("{id}", path.includes("/keys/") ? "abcdefghij" : "00000000-0000-4000-8000-000000000000");
-}
-
-function apiPath(path: string, user = "me"): string {
-  return concrete(path, user).replace(/^\/api\/v2/, "");
-}
 
 let admin: { token: string; id: string };
 let member: TestUser;

@@ -42,10 +42,58 @@ const DELIBERATE_WARNINGS: Record<string, { why: string; where: RegExp }> = {
   },
 };
 
+/** Who may call an operation, by its `x-herald-access` (docs/authorization.md, "Site roles"). */
+const WHO: Record<string, string> = {
+  anyone: "any signed-in user, on their own resources",
+  reader: "owner, user-admin, auditor",
+  "user-admin": "owner, user-admin",
+  owner: "owner",
+};
+
+/**
+ * docs/endpoints.md: every operation with who may call it and the scope a token needs, read from the document's
+ * `x-herald-access` and `x-herald-scope`, which come from each route's `describeRoute({ access, scope })`.
+ */
+function endpointsPage(doc: {
+  paths: Record<string, Record<string, { summary?: string; "x-herald-access"?: string; "x-herald-scope"?: string }>>;
+}): string {
+  const rows = Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([method]) => method !== "head" && method !== "options")
+      .map(([method, op]) => {
+        const access = op["x-herald-access"];
+        const scope = op["x-herald-scope"];
+        const who = access === undefined ? "anyone, without a credential" : (WHO[access] ?? access);
+        const needs = scope === undefined ? "—" : scope === "none" ? "none: it answers about the caller" : `\`${scope}\``;
+        return `| \`${method.toUpperCase()} ${path}\` | ${op.summary ?? ""} | ${who} | ${needs} |`;
+      }),
+  );
+  return `# Endpoints
+
+Every operation of the API, who may call it and the scope an API token needs for it. This page is generated from the
+routes' own metadata (\`describeRoute({ access, scope })\`, through the OpenAPI document's \`x-herald-access\` and
+\`x-herald-scope\`): \`test/node/openapi-document.test.ts\` fails when it is out of date, and
+\`npx vitest run --config vitest.node.config.ts test/node/openapi-document.test.ts -u\` rewrites it.
+
+"Who may call it" is who passes the route's role check; handlers add rules of their own (an owner is managed by owners
+only, nobody deletes themselves…), listed in [authorization.md](authorization.md#rules-enforced-in-handlers). The scope
+is the one the route's first check asks for; on a \`{user}\` route, the one for acting on oneself.
+\`test/endpoints/scopes.test.ts\` proves each route refuses a token that lacks exactly its scope.
+
+| endpoint | what it does | who may call it | scope a token needs |
+|---|---|---|---|
+${rows.join("\n")}
+`;
+}
+
 describe("the OpenAPI document", () => {
   it("is committed as docs/openapi.json (a change to it shows in review)", async () => {
     const pretty = `${JSON.stringify(JSON.parse(text), null, 2)}\n`;
     await expect(pretty).toMatchFileSnapshot("../../docs/openapi.json");
+  });
+
+  it("lists every endpoint with who may call it and its scope in docs/endpoints.md", async () => {
+    await expect(endpointsPage(JSON.parse(text))).toMatchFileSnapshot("../../docs/endpoints.md");
   });
 
   it("passes Redocly's recommended rules with no error and only the deliberate warnings", async () => {

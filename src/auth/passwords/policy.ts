@@ -3,7 +3,9 @@ import { ZxcvbnFactory } from "@zxcvbn-ts/core";
 import adjacencyGraphs from "@zxcvbn-ts/language-common/dist/adjacencyGraphs.json.mjs";
 import commonPasswords from "@zxcvbn-ts/language-common/dist/passwords.json.mjs";
 import translations from "@zxcvbn-ts/language-en/dist/translations.mjs";
+import type { z } from "zod";
 import { AuthMessages } from "../messages";
+import type { ValidateUserPasswordResponse } from "../schemas";
 
 const MIN_PASSWORD_LENGTH = 8;
 const MAX_PASSWORD_LENGTH = 256;
@@ -23,11 +25,8 @@ export interface PasswordContext {
   name?: string;
 }
 
-export interface PolicyResult {
-  valid: boolean;
-  /** "" when valid, else one sentence for the user. */
-  details: string;
-}
+/** `valid`, and `details`: "" when valid, else one sentence for the user (src/auth/schemas.ts documents it). */
+export type PolicyResult = z.infer<typeof ValidateUserPasswordResponse>;
 
 let commonSet: Set<string> | undefined;
 let zxcvbn: ZxcvbnFactory | undefined;

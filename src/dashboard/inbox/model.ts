@@ -54,8 +54,9 @@ export function insert(items: Item[], item: Item, filters: Filters, complete: bo
 function changedFields(item: Item, change: Change): Item {
   const next = { ...item };
   if (change.read_at !== undefined) next.read_at = change.read_at;
-  if (change.archived_at !== undefined) next.archived_at = change.archived_at;
-  if (change.snoozed_until !== undefined) next.snoozed_until = change.snoozed_until;
+  // Only a change to named ids carries these (mark-all-as-read changes `read_at` alone).
+  if ("archived_at" in change && change.archived_at !== undefined) next.archived_at = change.archived_at;
+  if ("snoozed_until" in change && change.snoozed_until !== undefined) next.snoozed_until = change.snoozed_until;
   return next;
 }
 
