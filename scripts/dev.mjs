@@ -15,7 +15,7 @@ const require = createRequire(import.meta.url);
 const wranglerPkg = require.resolve("wrangler/package.json");
 const wranglerBin = path.join(path.dirname(wranglerPkg), require(wranglerPkg).bin.wrangler);
 
-/** SECRET_KEY is required (SPEC §8). Locally it lives in the gitignored .dev.vars; an existing key is never replaced,
+/** SECRET_KEY is required (docs/configuration.md). Locally it lives in the gitignored .dev.vars; an existing key is never replaced,
  *  because changing it would invalidate signed cookies and stored one-time-passcode HMACs. */
 function ensureSecretKey() {
   const current = existsSync(devVars) ? readFileSync(devVars, "utf8") : "";

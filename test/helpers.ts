@@ -57,7 +57,7 @@ export async function json<T = Record<string, unknown>>(response: Response): Pro
   return (await response.json()) as T;
 }
 
-/** Asserts SPEC §1's error shape and returns the body. */
+/** Asserts the error shape of docs/api.md ("Conventions") and returns the body. */
 export async function expectError(response: Response, status: number, message?: string) {
   expect(response.status).toBe(status);
   expect(response.headers.get("Content-Type")).toMatch(/application\/json/);

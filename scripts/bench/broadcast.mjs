@@ -1,4 +1,4 @@
-// The broadcast figure (docs/benchmarks.md, "Broadcast"): 10,000 users seeded straight into D1; one broadcast to
+// The broadcast figure (docs/benchmarks.md, "Broadcasts"): 10,000 users seeded straight into D1; one broadcast to
 // everyone, timed from its 202 until `completed_at` is set; the raw rate it is compared with, the inbox `deliver` RPC
 // into as many new objects at the consumer's concurrency, measured half before and half after it; then the check that
 // every recipient's object holds exactly one item of the Broadcast template.

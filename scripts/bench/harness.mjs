@@ -1,5 +1,5 @@
-// Builds the Worker and runs it in workerd through miniflare, without wrangler dev's logging proxy (DESIGN.md,
-// "Platform facts"): bindings from wrangler's own reading of wrangler.toml, the built bundle's modules listed
+// Builds the Worker and runs it in workerd through miniflare, without wrangler dev's logging proxy (docs/benchmarks.md,
+// "How it measures"): bindings from wrangler's own reading of wrangler.toml, the built bundle's modules listed
 // explicitly, and a port bound straight to the Worker with `unsafeDirectSockets`.
 import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
@@ -368,8 +368,8 @@ export async function start({ outdir, stateDir, host, secretKey, withoutQueueCon
   // (re-drive and purge) is left out so it cannot fire in the middle of a measurement.
   const { modulesRules, cronTriggers: _cron, ...withAssets } = workerOptions;
   // Without Static Assets: locally miniflare puts an asset router Worker in front of Herald's for `[assets]`, which
-  // cost about 140 µs of CPU per request on this thread (3× Herald's own /healthz; docs/benchmarks.md, "Where the
-  // time goes"). No measured route is an asset, and on Cloudflare that routing is not the Worker's CPU.
+  // cost about 140 µs of CPU per request on this thread (3× Herald's own /healthz; docs/benchmarks.md, "How it
+  // measures"). No measured route is an asset, and on Cloudflare that routing is not the Worker's CPU.
   // BENCH_WITH_ASSETS=1 keeps the router, to measure it.
   const { assets: _assets, ...withoutAssets } = withAssets;
   const herald = process.env.BENCH_WITH_ASSETS === "1" ? withAssets : withoutAssets;

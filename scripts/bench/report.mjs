@@ -60,7 +60,7 @@ export function printTable(rows) {
     const verdict = r.error ? "ERROR" : r.target ? (r.pass ? "pass" : "MISS") : "—";
     return [r.label, r.error ? "error" : fmt(r.value, r.unit), r.target?.text ?? "", verdict];
   });
-  const header = ["measure", "measured", "target (DESIGN.md)", "result"];
+  const header = ["measure", "measured", "target (docs/benchmarks.md)", "result"];
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
   const line = (c) => c.map((x, i) => (i === 1 ? x.padStart(widths[i]) : x.padEnd(widths[i]))).join("  ");
   console.log("");

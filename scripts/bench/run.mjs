@@ -1,10 +1,11 @@
 // `npm run bench`: Herald in workerd without wrangler dev's proxy, against a trivial Worker run the same way, in
-// one run. Prints a table with DESIGN.md's targets and writes bench/results.json. A missed target is a finding, not
-// a failure: the run exits 0 unless the harness itself cannot run (build, start, bootstrap).
-import { mkdtempSync, rmSync } from "node:fs";
+// one run. Prints a table with the targets of docs/benchmarks.md and writes bench/results.json. A missed target is a
+// finding, not a failure: the run exits 0 unless the harness itself cannot run (build, start, bootstrap).
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
+import { BUDGETS, PUBLIC_DIR } from "../build-ui.mjs";
 import { broadcastBench, RPCS_IN_FLIGHT } from "./broadcast.mjs";
 import { applyMigrations, BENCH_RATE_LIMIT, build, generateSecretKey, gzipSizeOf, root, start, versions } from "./harness.mjs";
 import { interleavedLatency, interleavedSamples, latency, resumeLatency, sequentialClient, summarize, throughput, watchLatency } from "./measure.mjs";
@@ -105,6 +106,14 @@ async function prepare(tmp, notes, env) {
   const stateDir = path.join(tmp, "state");
   log(`building with wrangler deploy --dry-run --outdir ${outdir}`);
   const size = await build(outdir);
+  // wrangler's [build] step (scripts/build-ui.mjs) wrote the browser bundles and their first-load sizes, gzip. A commit
+  // from before the dashboard has no such step, and its rows then say "error".
+  let ui;
+  try {
+    ui = JSON.parse(readFileSync(path.join(PUBLIC_DIR, "sizes.json"), "utf8"));
+  } catch {
+    notes.push(`The build wrote no ${path.relative(root, path.join(PUBLIC_DIR, "sizes.json"))}: the browser bundles were not measured.`);
+  }
   const startOptions = {
     outdir,
     stateDir,
@@ -116,6 +125,7 @@ async function prepare(tmp, notes, env) {
   let running = await start(startOptions);
   Object.assign(env, {
     size,
+    ui,
     gz: gzipSizeOf(outdir, running.modules),
     code: codeInfo(root, running.modules[0].path),
     ...urlsOf(running),
@@ -482,11 +492,19 @@ async function main() {
       "Herald GET /healthz vs trivial (no I/O)",
       () => tp.healthz.ratio,
       "%",
-      "≥ 80% of trivial",
-      (v) => v >= 0.8,
+      "≥ 65% of trivial",
+      (v) => v >= 0.65,
     );
     row("hono_bare_ratio", "  reference: a bare Hono app, GET /healthz, vs trivial", () => tp.honoBare.ratio, "%");
     row("hono_headers_ratio", "  reference: Hono + the 13 headers every answer carries, vs trivial", () => tp.honoHeaders.ratio, "%");
+    row(
+      "healthz_vs_hono_headers",
+      "  Herald GET /healthz vs the Hono + 13 headers reference",
+      () => tp.healthz.ratio / tp.honoHeaders.ratio,
+      "x",
+      "≥ 1.1× the reference",
+      (v) => v >= 1.1,
+    );
     row("plain_headers_ratio", "  reference: no Hono, the trivial Worker + those 13 headers, vs trivial", () => tp.plainHeaders.ratio, "%");
     row(
       "auth_only_ratio",
@@ -499,22 +517,15 @@ async function main() {
     row("probe_d1_ratio", "probe: handler with one D1 point read vs trivial", () => tp.probeD1.ratio, "%");
     row("probe_d1_batch_ratio", "probe: handler with one 3-statement D1 batch vs trivial", () => tp.probeD1Batch.ratio, "%");
     row("probe_do_ratio", "probe: handler with one inbox-object RPC vs trivial", () => tp.probeDo.ratio, "%");
-    row(
-      "probe_do_list_ratio",
-      "probe: handler with the inbox list RPC (25 items) vs trivial",
-      () => tp.probeDoList.ratio,
-      "%",
-      "≥ 18% of trivial",
-      (v) => v >= 0.18,
-    );
+    row("probe_do_list_ratio", "probe: handler with the inbox list RPC (25 items) vs trivial", () => tp.probeDoList.ratio, "%");
     row("inbox_rps", "GET /notifications/inbox (25 items)", () => tp.inbox.reqPerSec, "req/s");
     row(
       "inbox_ratio",
       "  … vs trivial",
       () => tp.inbox.ratio,
       "%",
-      "≥ 15% of trivial",
-      (v) => v >= 0.15,
+      "≥ 18% of trivial",
+      (v) => v >= 0.18,
     );
     row("inbox_unkept_ratio", "  … not the page kept (limit 25–33 in turn, same 25 items), vs trivial", () => tp.inboxUnkept.ratio, "%");
     row("me_rps", "GET /users/me", () => tp.me.reqPerSec, "req/s");
@@ -534,30 +545,31 @@ async function main() {
       "watch: custom notification → frame, p50",
       () => lat.watch.p50,
       "ms",
-      "≤ 5 ms",
-      (v) => v <= 5 && watchOk,
+      "≤ 4 ms",
+      (v) => v <= 4 && watchOk,
     );
     row(
       "watch_p99",
       "watch: custom notification → frame, p99",
       () => lat.watch.p99,
       "ms",
-      "≤ 20 ms",
-      (v) => v <= 20 && watchOk,
+      "≤ 12 ms",
+      (v) => v <= 12 && watchOk,
     );
     row("watch_post_p50", "  (POST /notifications/custom answered, p50)", () => lat.watch.post.p50, "ms");
     const resumed = `reconnect with after_seq → ${settings.resumeMissed} missed frames`;
     row("resume_first_p50", `resume: ${resumed}, first frame, p50`, () => lat.resume.firstFrame.p50, "ms");
-    row(
-      "resume_first_p95",
-      "  … first frame, p95",
-      () => lat.resume.firstFrame.p95,
-      "ms",
-      "≤ 50 ms",
-      (v) => v <= 50,
-    );
+    row("resume_first_p95", "  … first frame, p95", () => lat.resume.firstFrame.p95, "ms");
     row("resume_all_p50", `  … all ${settings.resumeMissed} frames, p50`, () => lat.resume.allFrames.p50, "ms");
-    row("resume_all_p95", `  … all ${settings.resumeMissed} frames, p95`, () => lat.resume.allFrames.p95, "ms");
+    const resumeOk = lat.resume?.incomplete === 0 && lat.resume?.outOfOrder === 0;
+    row(
+      "resume_all_p95",
+      `  … all ${settings.resumeMissed} frames, p95`,
+      () => lat.resume.allFrames.p95,
+      "ms",
+      "≤ 15 ms",
+      (v) => v <= 15 && resumeOk,
+    );
     row("trivial_p50", "trivial Worker request, p50 (sequential)", () => lat.basics.trivial.p50, "ms");
     row("auth_only_p50", "authentication alone (dispatch-methods), p50", () => lat.basics.authOnly.p50, "ms");
     row("probe_d1_p50", "probe: one D1 point read, p50", () => lat.basics.probeD1.p50, "ms");
@@ -569,8 +581,6 @@ async function main() {
       `  … ratio ${settings.bigInbox.toLocaleString("en-US")} / ${settings.smallInbox}`,
       () => lat.list.atBig.p50 / lat.list.at100.p50,
       "x",
-      "≤ 1.5×",
-      (v) => v <= 1.5,
     );
     row("list_big_unread_p50", "  … big, read_status=unread, p50", () => lat.list.unread.p50, "ms");
     row(
@@ -578,24 +588,24 @@ async function main() {
       "  … big, templates filter matching nothing, p50",
       () => lat.list.templatesNone.p50,
       "ms",
-      "≤ 3 ms",
-      (v) => v <= 3,
+      "≤ 1 ms",
+      (v) => v <= 1,
     );
     row(
       "list_big_targets_none_p50",
       "  … big, targets filter matching nothing, p50",
       () => lat.list.targetsNone.p50,
       "ms",
-      "≤ 3 ms",
-      (v) => v <= 3,
+      "≤ 1 ms",
+      (v) => v <= 1,
     );
     row(
       "counts_big_p50",
       `inbox counts p50, ${settings.bigInbox.toLocaleString("en-US")} notifications`,
       () => lat.counts.big.p50,
       "ms",
-      "≤ 2 ms",
-      (v) => v <= 2,
+      "≤ 1 ms",
+      (v) => v <= 1,
     );
     row("counts_big_p95", "  … p95", () => lat.counts.big.p95, "ms");
     row("counts_small_p50", `  … p50 at ${settings.smallInbox} notifications`, () => lat.counts.small.p50, "ms");
@@ -610,11 +620,11 @@ async function main() {
     row("authcheck_no_lookup_p50", "  … same checks without resource_id, p50", () => lat.authcheck.withoutLookups.p50, "ms");
     row(
       "login_p50",
-      "POST /users/login (argon2id), p50",
+      "POST /users/login (argon2id 19 MiB, t=2), p50",
       () => lat.login.known.p50,
       "ms",
-      "≤ 80 ms",
-      (v) => v <= 80,
+      "≤ 40 ms",
+      (v) => v <= 40,
     );
     row("login_unknown_p50", "  … unknown e-mail (dummy hash), p50", () => lat.login.unknownEmail.p50, "ms");
     for (const [id, label] of [
@@ -643,6 +653,22 @@ async function main() {
       "≤ 450 KiB",
       (v) => v <= 450,
     );
+    row(
+      "dashboard_gzip",
+      "dashboard first load (page, script, style), gzip",
+      () => env.ui.dashboard / 1024,
+      "KiB",
+      `≤ ${BUDGETS.dashboard / 1024} KiB`,
+      (v) => v <= BUDGETS.dashboard / 1024,
+    );
+    row(
+      "embed_gzip",
+      "embed (/embed/inbox.js), gzip",
+      () => env.ui.embed / 1024,
+      "KiB",
+      `≤ ${BUDGETS.embed / 1024} KiB`,
+      (v) => v <= BUDGETS.embed / 1024,
+    );
     row("deliver_rate", "deliver RPC into one inbox (seeding, context)", () => env.realDeliveries.perSecond, "/s");
     const bc = details.broadcast;
     const bcUsers = settings.broadcastUsers.toLocaleString("en-US");
@@ -656,8 +682,8 @@ async function main() {
       "  … vs the raw deliver RPC rate",
       () => bc.ratio,
       "%",
-      "≥ 50% of raw deliver",
-      (v) => v >= 0.5,
+      "≥ 80% of raw deliver",
+      (v) => v >= 0.8,
     );
     row(
       "broadcast_delivered",

@@ -115,7 +115,7 @@ export function growInboxOffline(file, total) {
       insert.run(...columns.map((c) => row[c]));
     }
     // The clones' targets go to the side table the targets filter reads (docs/inbox.md, "Indexes"), as deliver does;
-    // a commit from before that table (measured for a before/after, docs/benchmarks.md) has none to fill.
+    // a commit from before that table (measured to compare commits, docs/benchmarks.md) has none to fill.
     if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'inbox_targets'").get()) {
       db.exec(
         "INSERT OR IGNORE INTO inbox_targets (target, created_at, notification_id) SELECT DISTINCT j.value, n.created_at, n.id FROM inbox_notifications n, json_each(n.targets) j",

@@ -7,7 +7,7 @@ import { AuthMessages } from "./messages";
 import { hashPassword, verifyPassword } from "./passwords/hash";
 
 /**
- * Checks an e-mail/password pair exactly as docs/api.md (Sign-in, accounts and authorization) orders it. An unknown e-mail verifies a dummy hash, so it
+ * Checks an e-mail/password pair in the order docs/api.md ("Signing in with a password") gives. An unknown e-mail verifies a dummy hash, so it
  * costs the same time as a wrong password and both get the same 401. Only after a correct password are the login
  * type and suspension revealed.
  */

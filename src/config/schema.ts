@@ -71,8 +71,8 @@ export const configSchema = z
     NOTIFICATIONS_METHOD: z.enum(["smtp", "webhook"]).default("smtp"),
     /**
      * How long a message keeps being retried after temporary failures before it fails for good: Postfix's
-     * `maximal_queue_lifetime` (docs/email.md). Replaces the first tranche's attempt count, which lost mail in a
-     * one-minute outage.
+     * `maximal_queue_lifetime` (docs/email.md, "Never lose, never duplicate"). An age, not a count of attempts: the
+     * backoff spends a small count within a minute or so, and then a short outage loses every message.
      */
     NOTIFICATIONS_MAX_AGE: duration("5d"),
     /** First retry delay; each later attempt doubles it (with jitter), capped at an hour. */

@@ -29,10 +29,11 @@ async function linkedUser(db: Database, identity: ExternalIdentity): Promise<Use
 }
 
 /**
- * Fix (issue 5 tests): a link left behind by a deleted user. linkedUser() ignores it, but it still holds the
- * (issuer, subject) key, so signUp()'s insert failed with a 409 forever and the e-mail/conversion paths' "do nothing
- * on conflict" kept the identity pointing at the dead account. Only links of deleted users are removed, so a
- * concurrent first sign-in's fresh link is never touched.
+ * Drops a link left behind by a deleted user, so the identity signs in like one never seen (docs/api.md, "External
+ * sign-in"). linkedUser() ignores such a link, but it still holds the (issuer, subject) key: signUp()'s insert would
+ * fail with a 409 for ever, and the e-mail and conversion paths ("do nothing on conflict") would leave the identity
+ * pointing at the deleted account. Only links of deleted users are removed, so a concurrent first sign-in's fresh
+ * link is never touched.
  */
 function staleLinkDelete(db: Database, identity: ExternalIdentity) {
   return db
@@ -92,8 +93,9 @@ export async function resolveExternalUser(c: Context<AppEnv>, type: ExternalLogi
     const byEmail = await findLiveUserByEmail(db, identity.email);
     if (byEmail) {
       if (byEmail.loginType !== type) throw forbidden(AuthMessages.wrongLoginType(type, byEmail.loginType));
-      // Fix (issue 5 tests): the e-mail only finds an account on its first sign-in at this issuer. An account already
-      // linked to another subject there (e.g. the address was reassigned at the IdP) is not taken over by e-mail.
+      // The e-mail finds an account only on the identity's first sign-in at this issuer (docs/api.md, "External
+      // sign-in"): an account already linked to another subject there (say the address was reassigned at the
+      // provider) is not taken over by e-mail.
       const linked = await db
         .select({ subject: userLinks.subject })
         .from(userLinks)

@@ -80,8 +80,9 @@ export const oidcProvider: ExternalProvider = {
       // Userinfo is optional for providers that put everything in the ID token.
     }
     const email = String(info.email ?? claims.email ?? "");
-    // Fix (issue 5 review): a verification flag counts only for the address it came with. Before, userinfo's e-mail
-    // could be paired with the ID token's email_verified for another address.
+    // A verification flag counts only for the address it came with (docs/api.md, "External sign-in"): userinfo's
+    // email_verified vouches for userinfo's e-mail, the ID token's for the ID token's, so no flag vouches for another
+    // address.
     const verified =
       info.email !== undefined && info.email_verified !== undefined ? info.email_verified : claims.email === email ? claims.email_verified : false;
     return {

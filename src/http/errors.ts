@@ -30,13 +30,13 @@ export const Messages = {
   rateLimited: (limit: number | string, period: string) => `You've been rate limited for sending more than ${limit} requests in ${period}.`,
 } as const;
 
+/** What the security log calls a refusal (docs/security.md, Logging); 401, 403 and 429 are named by their status. */
+export type SecurityEvent = "authentication_failed" | "access_denied" | "rate_limited";
+
 /**
  * An error that becomes an HTTP response in exactly one place, the app's error handler. Handlers and plain
  * functions throw it instead of building responses, so every non-2xx body has the same shape.
  */
-/** What the security log calls a refusal (docs/security.md, Logging); 401, 403 and 429 are named by their status. */
-export type SecurityEvent = "authentication_failed" | "access_denied" | "rate_limited";
-
 export class ApiError extends Error {
   override name = "ApiError";
   readonly status: ContentfulStatusCode;

@@ -117,12 +117,10 @@ export const handleError: ErrorHandler<AppEnv> = (error, c) => {
 };
 
 /**
- * 404 for unknown routes, 405 with `Allow` for a known path asked with a method it does not serve. The route table
- * is read from the app once, so a new route needs no extra registration here.
- */
-/**
- * A known path asked with a method it does not serve: 405 with `Allow`, in the error shape (hono's method-not-allowed
- * middleware, which leaves a 404 alone when the path is served with this very method, e.g. with a trailing slash).
+ * A known path asked with a method it does not serve: 405 with `Allow`, in the error shape (docs/api.md,
+ * Conventions). Hono's method-not-allowed middleware reads the route table from the app once, on the first 404, so
+ * a new route needs no extra registration here; it leaves a 404 alone when the path is served with this very method,
+ * e.g. with a trailing slash.
  */
 export function methodNotAllowedIn(app: Hono<AppEnv>): MiddlewareHandler<AppEnv> {
   return methodNotAllowed({
@@ -131,4 +129,5 @@ export function methodNotAllowedIn(app: Hono<AppEnv>): MiddlewareHandler<AppEnv>
   });
 }
 
+/** A path no route serves: 404 `Route not found.`, in the error shape (docs/api.md, Conventions). */
 export const routeNotFound: NotFoundHandler<AppEnv> = (c) => errorResponse(c, new ApiError(404, Messages.routeNotFound));

@@ -7,7 +7,7 @@ import { Messages } from "../../src/http/errors";
 import { coderHash } from "../fixtures/coder-hash";
 import { call, createUser, expectError, fetchApp, json, login, owner } from "../helpers";
 
-describe("A3 POST /users/login (SPEC §3)", () => {
+describe('A3 POST /users/login (docs/api.md, "Signing in with a password")', () => {
   it("answers 201 with a session token and sets the HttpOnly SameSite=Lax cookie", async () => {
     const user = await createUser();
     const res = await call("POST", "/users/login", { body: { email: user.email, password: user.password } });

@@ -10,7 +10,7 @@ async function keyRow(token: string) {
     .first<{ last_used: string; expires_at: string; hashed_secret: string }>();
 }
 
-describe("SPEC §2 credentials", () => {
+describe('credentials (docs/api.md, "Conventions" and "Decisions")', () => {
   it("accepts the header, a bearer Authorization and the cookie", async () => {
     const user = await createUser();
     expect((await call("GET", "/users/me", { token: user.token })).status).toBe(200);
@@ -25,8 +25,9 @@ describe("SPEC §2 credentials", () => {
     expect(JSON.stringify(row)).not.toContain(user.token.slice(11));
   });
 
-  // SPEC §2 had the detail say which failure it was; the security review (ASVS 5.0 L2) found that telling an unknown
-  // key id from a wrong secret confirms the id exists, so every bad credential now gets one detail.
+  // The interface Herald implements has the detail say which failure it was, but telling an unknown key id from a
+  // wrong secret confirms that the id exists (ASVS 5.0 L2), so every bad credential gets one detail (docs/api.md,
+  // "Decisions": one 401 detail).
   it("answers every bad credential with 401, the signed-out message and one and the same detail", async () => {
     const user = await createUser();
     const missing = await expectError(await call("GET", "/users/me"), 401, Messages.signedOut);

@@ -15,7 +15,7 @@ const member = (over: Partial<Subject> = {}): Subject => ({
   ...over,
 });
 
-describe("RBAC evaluation (SPEC §5)", () => {
+describe('RBAC evaluation (docs/authorization.md, "How a request is decided")', () => {
   it("owner: everything, including the * resource type", () => {
     const s = member({ siteRoles: ["owner"] });
     expect(authorize(s, "delete", { type: "*" })).toBe(true);

@@ -15,9 +15,10 @@ import { type AuthzObject, authorize, type Subject, scopeAllows } from "../../sr
 import { ASSIGNABLE_SITE_ROLES, isOrgRole, isSiteRole, ORG_ROLES, SITE_ROLES } from "../../src/authz/roles";
 import { NASTY_STRINGS } from "../fixtures/arbitraries";
 
-// The RBAC evaluator of SPEC §5 (src/authz/evaluate.ts): site level, then organization, then ownership; a deny at a
-// level ends the walk; an API key's scopes intersect with its roles. test/authz/authcheck.test.ts has the first examples; this
-// file goes through each role's table, unknown and hostile role names, and scope narrowing.
+// The RBAC evaluator of docs/authorization.md, "How a request is decided" (src/authz/evaluate.ts): site level, then
+// organization, then ownership; a deny at a level ends the walk; an API key's scopes intersect with its roles.
+// test/authz/authcheck.test.ts has the first examples; this file goes through each role's table, unknown and hostile
+// role names, and scope narrowing.
 
 const subject = (over: Partial<Subject> = {}): Subject => ({ id: "u1", siteRoles: [], orgRoles: {}, scopes: ["all"], isSystem: false, ...over });
 const can = (s: Subject, action: Action, object: AuthzObject) => authorize(s, action, object);
@@ -27,7 +28,7 @@ const PAIRS: [ResourceType, Action][] = RESOURCE_TYPES.flatMap((type) =>
   RESOURCE_ACTIONS[type].map((action): [ResourceType, Action] => [type, action]),
 );
 
-/** The pairs a site role grants everywhere, straight from SPEC §5's table. */
+/** The pairs a site role grants everywhere, straight from the table of docs/authorization.md, "Site roles". */
 const SITE_GRANTS: Record<"user-admin" | "auditor" | "member", string[]> = {
   "user-admin": [
     "user:create",
@@ -41,7 +42,7 @@ const SITE_GRANTS: Record<"user-admin" | "auditor" | "member", string[]> = {
     "assign_role:read",
     "notification_template:read",
     "organization:read",
-    // Broadcasts (SPEC §9.3): owners and user admins.
+    // Broadcasts (docs/broadcasts.md, "The endpoints"): owners and user admins.
     "notification_broadcast:create",
     "notification_broadcast:read",
     "organization_member:create",
@@ -61,7 +62,7 @@ const SITE_GRANTS: Record<"user-admin" | "auditor" | "member", string[]> = {
   member: ["assign_role:read", "notification_template:read"],
 };
 
-describe("site roles (SPEC §5)", () => {
+describe('site roles (docs/authorization.md, "Site roles")', () => {
   it("owner: every action on every resource type, with or without an owner or organization", () => {
     const owner = subject({ siteRoles: ["owner"] });
     for (const [type, action] of PAIRS) {
@@ -83,7 +84,7 @@ describe("site roles (SPEC §5)", () => {
     });
   }
 
-  it("member: on its own objects, what SPEC §5 lets a user do to itself", () => {
+  it('member: on its own objects, the "own" grants of the member column (docs/authorization.md, "Site roles")', () => {
     const me = subject();
     const own: string[] = [
       "user:read",
@@ -202,7 +203,7 @@ describe("unknown and hostile role names grant nothing", () => {
   });
 });
 
-describe("organization roles (SPEC §5)", () => {
+describe('organization roles (docs/authorization.md, "Organization roles")', () => {
   const ORG_GRANTS: Record<keyof typeof ORG_ROLES, string[]> = {
     "organization-admin": [
       "organization:read",
@@ -297,7 +298,7 @@ describe("organization roles (SPEC §5)", () => {
   });
 });
 
-describe("system users (SPEC §5: no custom notifications)", () => {
+describe('system users (docs/authorization.md, "Site roles": service accounts send no custom notifications)', () => {
   it("cannot create notification messages at any level, whatever their roles", () => {
     for (const siteRoles of [[], ["owner"], ["user-admin", "auditor"]]) {
       const s = subject({ isSystem: true, siteRoles, orgRoles: { org1: ["organization-admin"] } });

@@ -7,7 +7,7 @@ import { quiesce } from "../fixtures/d1-state";
 import { stateChecks } from "../fixtures/stored-state";
 import { call, createUser, owner, type TestUser } from "../helpers";
 
-// Bad input to the broadcast and template-settings endpoints (SPEC §1, §9.3): a 400 (401, 413) in the error shape,
+// Bad input to the broadcast and template-settings endpoints (docs/broadcasts.md): a 400 (401, 413) in the error shape,
 // nothing stored, nothing sent — the broadcast tables, the templates and the member's inbox are compared whole.
 
 const checks = stateChecks("all");

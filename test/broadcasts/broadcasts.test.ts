@@ -10,7 +10,7 @@ import { TEMPLATE_IDS } from "../../src/notifications/templates";
 import { call, createUser, expectError, json, owner, type TestUser } from "../helpers";
 import { activeCount, broadcast, completed, itemsOf, logRows, progress, uniqueTitle } from "./broadcast-helpers";
 
-// SPEC §9.3 and docs/broadcasts.md: audience, exactly-once fan-out, progress, Idempotency-Key.
+// docs/broadcasts.md: audience, exactly-once fan-out, progress, Idempotency-Key.
 
 async function suspend(user: TestUser) {
   expect((await call("PUT", `/users/${user.id}/status/suspend`, { token: (await owner()).token })).status).toBe(200);
@@ -35,7 +35,7 @@ async function expectItems(users: TestUser[], title: string, n: number) {
   for (const user of users) expect((await itemsOf(user.token, title)).length, `${user.username}`).toBe(n);
 }
 
-describe("audience (SPEC §9.3: active users only)", () => {
+describe('audience (docs/broadcasts.md, "Audience": active users only)', () => {
   it("roles: holders of the role get one item each; suspended, deleted and other users none", async () => {
     const auditor = await createUser({ roles: ["auditor"] });
     const suspended = await createUser({ roles: ["auditor"] });
@@ -150,7 +150,7 @@ describe("audience (SPEC §9.3: active users only)", () => {
   });
 });
 
-describe("permission (SPEC §9.3: owners and user admins)", () => {
+describe('permission (docs/broadcasts.md, "The endpoints": owners and user admins)', () => {
   it("a user admin may send and read; an auditor and a member get 403 and nothing is sent", async () => {
     const admin = await createUser({ roles: ["user-admin"] });
     const created = await broadcast({ audience: { user_ids: [admin.id] } }, { token: admin.token });
@@ -171,7 +171,7 @@ describe("permission (SPEC §9.3: owners and user admins)", () => {
   });
 });
 
-describe("Idempotency-Key (SPEC §9.3)", () => {
+describe('Idempotency-Key (docs/broadcasts.md, "Idempotency-Key")', () => {
   it("the same key from the same caller answers the first 202 again and sends nothing more", async () => {
     const user = await createUser();
     const key = crypto.randomUUID();
@@ -275,7 +275,7 @@ async function storedBroadcast(users: TestUser[], title: string, options: { reso
   return id;
 }
 
-describe("exactly once under redelivery and consumer failure (SPEC §9.3)", () => {
+describe('exactly once under redelivery and consumer failure (docs/broadcasts.md, "Exactly once")', () => {
   it("a delivery message handled twice, and twice in one batch, stores one item per recipient and counts each once", async () => {
     const users = [await createUser(), await createUser(), await createUser()];
     const title = uniqueTitle();
@@ -442,7 +442,7 @@ describe("progress and copies", () => {
     const title = uniqueTitle();
     const created = await broadcast({ audience: { user_ids: [wants.id, optedOut.id] }, content: { title } });
     await completed(created.id);
-    // The inbox copy reaches both: the preference governs the e-mail copy (SPEC §9.3).
+    // The inbox copy reaches both: the preference governs the e-mail copy (docs/broadcasts.md, "The fan-out").
     await expectItems([wants, optedOut], title, 1);
     const rows = await logRows([wants.id, optedOut.id]);
     const byUser = new Map(rows.filter((r) => r.notification_id && r.method === "smtp").map((r) => [r.user_id, r]));

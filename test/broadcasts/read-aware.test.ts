@@ -9,7 +9,7 @@ import { setArchived, setRead } from "../inbox/inbox-helpers";
 import { emails } from "../peers";
 import { broadcast, completed, itemsOf, logRows, uniqueTitle } from "./broadcast-helpers";
 
-// SPEC §9.3 "Read-aware e-mail" and docs/broadcasts.md: the e-mail copy waits, and at its due time goes out only if
+// docs/broadcasts.md, "Read-aware e-mail": the e-mail copy waits, and at its due time goes out only if
 // the inbox copy is still unread and not archived; otherwise it is recorded as skipped. Never both, never twice.
 
 const past = () => new Date(Date.now() - 1000).toISOString();
@@ -53,7 +53,7 @@ async function readAwareBroadcast(users: TestUser[], wait = "15m") {
   return { title, byUser, rows };
 }
 
-describe("read-aware e-mail of a broadcast (SPEC §9.3)", () => {
+describe('read-aware e-mail of a broadcast (docs/broadcasts.md, "Read-aware e-mail")', () => {
   it("waits for its time: neither the cron nor an early queue message sends it before it is due", async () => {
     const user = await createUser();
     const { byUser, rows } = await readAwareBroadcast([user]);
@@ -149,7 +149,7 @@ describe("read-aware e-mail of a broadcast (SPEC §9.3)", () => {
   });
 });
 
-describe("read-aware e-mail as a system template setting (SPEC §9.3)", () => {
+describe('read-aware e-mail as a system template setting (docs/broadcasts.md, "Read-aware e-mail")', () => {
   const settingsOf = (id: string) => `/notifications/templates/${id}/settings`;
 
   it("owners set it on a system template; its e-mail then waits and is skipped once the inbox copy is read", async () => {

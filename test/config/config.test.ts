@@ -7,7 +7,7 @@ import { PEER_VARS, WORKERD_VARS } from "../fixtures/vars";
 /** Each case is a fresh env object: the parsed configuration is cached per env. */
 const configWith = (overrides: Partial<Env>) => getConfig({ ...env, ...overrides });
 
-describe("configuration (SPEC §8): invalid settings fail loudly, naming the variable", () => {
+describe("configuration (docs/configuration.md): invalid settings fail loudly, naming the variable", () => {
   const invalid: [string, Partial<Env>, RegExp][] = [
     ["a short SECRET_KEY", { SECRET_KEY: "short" }, /SECRET_KEY/],
     ["webhook method without a URL", { NOTIFICATIONS_METHOD: "webhook", NOTIFICATIONS_WEBHOOK_URL: "" }, /NOTIFICATIONS_WEBHOOK_URL/],

@@ -7,7 +7,7 @@ import type { TestProject } from "vitest/node";
 import { browserAvailable, expectAccessible, expectNoSidewaysScroll, launchBrowser, trackRequests, watchConsole } from "./browser";
 import { freePort, type RunningHerald, startHerald } from "./herald";
 
-// The dashboard (SPEC §9.4, docs/dashboard.md) in a real Chromium against Herald started by npm start's machinery,
+// The dashboard (docs/dashboard.md) in a real Chromium against Herald started by npm start's machinery,
 // with the real SMTP server and OpenID provider beside it. The journeys run in order, as one person's first day:
 // set up, sign in, watch the inbox live, act on it, reset a password, sign in with OIDC, administer.
 // With HERALD_SCREENSHOTS=<dir> (npm run docs:screenshots), each main page is also photographed, light and dark.
@@ -113,7 +113,7 @@ afterAll(async () => {
     );
 });
 
-describe.skipIf(!browserAvailable)("the dashboard in Chromium (SPEC §9.4)", () => {
+describe.skipIf(!browserAvailable)("the dashboard in Chromium (docs/dashboard.md)", () => {
   it("first-user setup: a fresh Herald asks for the owner account, then signs it in to the inbox", async () => {
     await page.goto(herald.url);
     await page.getByRole("heading", { name: "Set up Herald" }).waitFor();

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { browserAvailable, expectAccessible, launchBrowser, watchConsole } from "./browser";
 import { freePort, type RunningHerald, startHerald } from "./herald";
 
-// The embeddable inbox (SPEC §9.4, docs/embed.md) in a real Chromium, on a host page of another origin that Herald
+// The embeddable inbox (docs/embed.md) in a real Chromium, on a host page of another origin that Herald
 // lists in CORS_ALLOWED_ORIGINS, under a strict Content-Security-Policy like the one docs/embed.md asks of hosts.
 // Herald is started by npm start's machinery; the host page and its "backend" (which hands the page a narrow API
 // token) are a small Node server. The host page answers on two origins Herald allows (127.0.0.1 for token mode,
@@ -194,7 +194,7 @@ async function checkAccessible(page: Page, label: string) {
   await page.emulateMedia({ colorScheme: "light" });
 }
 
-describe.skipIf(!browserAvailable)("<herald-inbox>: the embeddable inbox in a real browser (SPEC §9.4)", () => {
+describe.skipIf(!browserAvailable)("<herald-inbox>: the embeddable inbox in a real browser (docs/embed.md)", () => {
   beforeAll(async () => {
     hostPort = await freePort();
     otherPort = await freePort();

@@ -125,7 +125,7 @@ async function signIn(callback: string, options: { jar?: CookieJar; query?: Reco
   return { jar, authorize, callback: back, done };
 }
 
-/** The session token a successful callback set, after checking its cookie attributes (SPEC §2). */
+/** The session token a successful callback set, after checking its cookie attributes (docs/api.md, "Conventions"). */
 function sessionOf(res: Response): string {
   const header = res.headers.getSetCookie().find((c) => c.startsWith(`${SESSION_COOKIE}=`));
   expect(header, "session cookie").toBeDefined();
@@ -227,7 +227,7 @@ function tamper(value: string): string {
 
 // ─────────────────────────────────────────────────────────────────────────────────────────────────────────────────
 
-describe("OIDC sign-in (issue 5 §1, §3)", () => {
+describe('OIDC sign-in (docs/api.md, "External sign-in")', () => {
   it("starts with state, PKCE S256 and nonce; signs an existing OIDC user in; links by (issuer, subject)", async () => {
     const user = await createExternalUser("oidc");
     const account = oidcAccount(user.email);
@@ -477,7 +477,7 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
     expect(done.headers.get("Location")).toBe("/inbox/unread?page=2#top");
   });
 
-  it("lands on / (the dashboard) by default, whose API calls the new session cookie then authenticates (SPEC §9.4)", async () => {
+  it('lands on / (the dashboard) by default, whose API calls the new session cookie then authenticates (docs/api.md, "External sign-in")', async () => {
     const user = await createExternalUser("oidc");
     await oidcNextLogin(oidcAccount(user.email));
     const { done, jar } = await signIn(OIDC_CALLBACK);
@@ -490,7 +490,7 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
     expect(await me.json()).toMatchObject({ username: user.username });
   });
 
-  it("sends the browser back to a dashboard on an origin in CORS_ALLOWED_ORIGINS, and nowhere else (SPEC §9.4)", async () => {
+  it('sends the browser back to a dashboard on an origin in CORS_ALLOWED_ORIGINS, and nowhere else (docs/api.md, "External sign-in")', async () => {
     const override = { CORS_ALLOWED_ORIGINS: "https://app.example.com" };
     for (const [target, expected] of [
       ["https://app.example.com/after?x=1", "https://app.example.com/after?x=1"],
@@ -518,7 +518,7 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
 
 // ─────────────────────────────────────────────────────────────────────────────────────────────────────────────────
 
-describe("A7 POST /users/{user}/convert-login (SPEC §3)", () => {
+describe('A7 POST /users/{user}/convert-login (docs/api.md, "Converting a password account")', () => {
   it("answers 201 with the state and sets a signed HttpOnly conversion cookie", async () => {
     const user = await createUser();
     const before = Date.now();
@@ -616,7 +616,7 @@ describe("A7 POST /users/{user}/convert-login (SPEC §3)", () => {
   });
 });
 
-describe("rate limits of the callbacks and A7 (issue 5 §4)", () => {
+describe('rate limits of the callbacks and A7 (docs/api.md, "External sign-in" and "Converting a password account")', () => {
   it("limits each callback per client IP with 429 and Retry-After", async () => {
     for (const callback of [OIDC_CALLBACK, GITHUB_CALLBACK]) {
       const ip = randomIp();
@@ -680,7 +680,7 @@ async function requestPasscode(email: string): Promise<void> {
   expect(res.status).toBe(204);
 }
 
-describe("A7 conversion, end to end through the provider (issue 5 §4, §5)", () => {
+describe('A7 conversion, end to end through the provider (docs/api.md, "Converting a password account")', () => {
   it("converts a password user to OIDC: new session, password gone, old credentials dead, notice and audit", async () => {
     const user = await createUser();
     // An API token and a second session, both to be revoked by the conversion.
@@ -899,7 +899,7 @@ describe("A7 conversion, end to end through the provider (issue 5 §4, §5)", ()
 
 // ─────────────────────────────────────────────────────────────────────────────────────────────────────────────────
 
-describe("GitHub sign-in against the stand-in (issue 5 §2)", () => {
+describe('GitHub sign-in against the stand-in (docs/api.md, "External sign-in")', () => {
   it("signs an existing GitHub user in by its primary verified e-mail, then by its link", async () => {
     const user = await createExternalUser("github");
     const account = githubAccount(user.email);

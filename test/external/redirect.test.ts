@@ -2,12 +2,12 @@ import { describe, expect, it } from "vitest";
 import { safeRedirect } from "../../src/external/routes";
 
 // After a browser sign-in (OIDC, GitHub, A7), `redirect` may be a path on Herald or a full URL whose origin is in
-// CORS_ALLOWED_ORIGINS; anything else falls back to "/" (SPEC §9.4).
+// CORS_ALLOWED_ORIGINS; anything else falls back to "/" (docs/api.md, "External sign-in").
 
 const ORIGIN = "https://herald.example.com";
 const ALLOWED = ["https://app.example.com", "http://localhost:5173", "https://Dash.Example.org:443"];
 
-describe("redirect after a browser sign-in (SPEC §9.4)", () => {
+describe('redirect after a browser sign-in (docs/api.md, "External sign-in")', () => {
   const kept: [string, string][] = [
     ["/", "/"],
     ["/inbox?tab=unread#top", "/inbox?tab=unread#top"],

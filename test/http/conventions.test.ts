@@ -4,7 +4,7 @@ import { describe, expect, it, vi } from "vitest";
 import { Messages } from "../../src/http/errors";
 import { call, createUser, expectError, fetchApp, json, owner } from "../helpers";
 
-describe("SPEC §1 conventions", () => {
+describe('conventions (docs/api.md, "Conventions")', () => {
   it("answers an unknown route under /api/v2 with 404 Route not found.", async () => {
     await expectError(await call("GET", "/no/such/route"), 404, Messages.routeNotFound);
   });

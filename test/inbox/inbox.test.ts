@@ -7,7 +7,7 @@ import type { UserInbox } from "../../src/inbox/user-inbox";
 import { call, createUser, expectError, json } from "../helpers";
 import { deliver, inbox, list, TEMPLATE_A, TEMPLATE_B } from "./inbox-helpers";
 
-describe("N3 GET /notifications/inbox (SPEC §4)", () => {
+describe('N3 GET /notifications/inbox (docs/api.md, "Notifications")', () => {
   it("lists the caller's notifications newest first with every interface field and the unread count", async () => {
     const user = await createUser();
     const first = await deliver(user.id);

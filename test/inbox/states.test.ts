@@ -24,7 +24,7 @@ import {
   watch,
 } from "./inbox-helpers";
 
-// Every rule checked here is a line of docs/inbox.md, "Item states" (and SPEC §9.1); each test names the one it checks.
+// Every rule checked here is a line of docs/inbox.md, "Item states"; each test names the one it checks.
 
 const MINUTE = 60_000;
 const DAY = 24 * 60 * MINUTE;

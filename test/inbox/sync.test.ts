@@ -26,8 +26,8 @@ import {
   watch,
 } from "./inbox-helpers";
 
-// docs/inbox.md, "Sequenced sync and resume" (and SPEC §9.2): every change takes the next seq, frames carry it, and a
-// socket resumed with after_seq receives exactly what it missed, then the live frames.
+// docs/inbox.md, "Sequenced sync and resume": every change takes the next seq, frames carry it, and a socket resumed
+// with after_seq receives exactly what it missed, then the live frames.
 
 const WATCH = "/notifications/inbox/watch";
 const DAY = 24 * 60 * 60 * 1000;

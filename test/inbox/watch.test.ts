@@ -8,7 +8,7 @@ import { deliver, inbox, TEMPLATE_A, TEMPLATE_B, watch } from "./inbox-helpers";
 
 const WATCH = "/notifications/inbox/watch";
 
-describe("N5 GET /notifications/inbox/watch (SPEC §4)", () => {
+describe('N5 GET /notifications/inbox/watch (docs/api.md, "Watching the inbox")', () => {
   it("sends each matching new notification as one frame {seq, notification, unread_count}", async () => {
     const user = await createUser();
     const w = await watch("", { "Service-Session-Token": user.token });

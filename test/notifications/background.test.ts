@@ -23,7 +23,7 @@ async function inboxRowOf(userId: string): Promise<Row> {
   );
 }
 
-describe("cron: re-drive and purge (SPEC §6)", () => {
+describe('cron: re-drive and purge (docs/api.md, "Message states, retries, webhooks and SMTP")', () => {
   it("re-drives a message whose lease expired (its worker died mid-send) without duplicating it", async () => {
     const user = await createUser();
     await call("POST", "/notifications/custom", { token: user.token, body: { content: { title: "once only" } } });

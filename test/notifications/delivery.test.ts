@@ -214,7 +214,7 @@ describe("N7 / N8 settings (here: pausing affects every delivery)", () => {
   });
 });
 
-describe("pause (SPEC §6)", () => {
+describe('pause (docs/api.md, "Pausing")', () => {
   it("while paused nothing is dispatched (inbox included); on resume all 20 arrive once, in order", async () => {
     const admin = await owner();
     const user = await createUser();
@@ -237,7 +237,7 @@ describe("pause (SPEC §6)", () => {
   });
 });
 
-describe("A5 / A4 password reset by one-time passcode (SPEC §3)", () => {
+describe('A5 / A4 password reset by one-time passcode (docs/api.md, "Password reset by one-time passcode")', () => {
   const requestCode = (email: string) => call("POST", "/users/otp/request", { body: { email } });
   const change = (email: string, code: string, password: string) =>
     call("POST", "/users/otp/change-password", { body: { email, one_time_passcode: code, password } });

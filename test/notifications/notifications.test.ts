@@ -56,7 +56,7 @@ describe("N9 / N10 templates", () => {
   });
 });
 
-describe("N1 POST /notifications/custom (SPEC §4)", () => {
+describe('N1 POST /notifications/custom (docs/api.md, "Notifications")', () => {
   it("sends the custom template to the caller's inbox; 204", async () => {
     const user = await createUser();
     const res = await call("POST", "/notifications/custom", { token: user.token, body: { content: { title: "Deploy *done*", message: "" } } });
@@ -196,7 +196,7 @@ describe("N12 / N13 preferences", () => {
   });
 });
 
-describe("enqueue rules (SPEC §6)", () => {
+describe('enqueue rules (docs/api.md, "Enqueue rules" and "Account events")', () => {
   it("a disabled template is inhibited for every method and never reaches the inbox", async () => {
     const user = await createUser();
     await call("PUT", "/users/me/notifications/preferences", { token: user.token, body: { template_disabled_map: { [TEMPLATE_IDS.custom]: true } } });

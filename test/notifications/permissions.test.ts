@@ -194,7 +194,7 @@ const MATRIX: readonly Line<typeof NOTIFICATION_ACTORS, NotificationCase>[] = [
   [op.githubStart,     "—",         [302,  302,  302,  302,  302,   302,   302,   302,   302]],
 ];
 
-matrix.run("permission matrix (SPEC §4, §5)", MATRIX);
+matrix.run('permission matrix (docs/authorization.md, "Where each endpoint checks")', MATRIX);
 
 // ---------------------------------------------------------------------------------------------------------------
 // The same rules, asked differently

@@ -214,7 +214,7 @@ const MATRIX: readonly Line<typeof ACTORS, KeyCase>[] = [
   [op.deleteOthersTokenViaMe, "self",   [401,   404,  404,  404,  404,   404,   403,   403]],
 ];
 
-matrix.run("permission matrix (SPEC §5)", MATRIX);
+matrix.run('permission matrix (docs/authorization.md, "Where each endpoint checks")', MATRIX);
 
 // ---------------------------------------------------------------------------------------------------------------
 // What each caller sees, and what POST /authcheck says it may do — the same rules, asked differently

@@ -22,7 +22,7 @@ async function auditActions(resourceId: string): Promise<string[]> {
   return results.map((r) => r.action);
 }
 
-describe("first-owner bootstrap (SPEC §7)", () => {
+describe('first-owner bootstrap (docs/api.md, "Bootstrapping the first user")', () => {
   it("creates the owner and the default organization once, then answers 409", async () => {
     const admin = await owner();
     const first = await call("GET", "/users/first");
@@ -116,7 +116,7 @@ describe("users", () => {
     await expectError(await call("GET", "/users?bogus=1", { token: admin.token }), 400, Messages.validation);
   });
 
-  it("understands Coder's search syntax in q: status:, role:, login_type:, free text; 400 for an unknown key (SPEC §7)", async () => {
+  it('understands Coder\'s search syntax in q: status:, role:, login_type:, free text; 400 for an unknown key (docs/api.md, "Endpoints")', async () => {
     const admin = await owner();
     const tag = crypto.randomUUID().slice(0, 8);
     const ada = await createUser({ roles: ["auditor"] });

@@ -8,7 +8,8 @@ import { Messages } from "../../src/http/errors";
 import { DASHBOARD_CSP } from "../../src/web/routes";
 import { call, createUser, fetchApp, json } from "../helpers";
 
-// What a browser loads (SPEC §9.4), and the public list of sign-in methods the dashboard's sign-in page reads (SPEC §7).
+// What a browser loads (docs/dashboard.md, docs/embed.md), and the public list of sign-in methods the dashboard's
+// sign-in page reads (docs/api.md, "Endpoints").
 
 /** The dashboard page and the files it names (docs/dashboard.md), fetched through the Worker as a browser would. */
 async function page(path = "/", init: RequestInit = {}): Promise<Response> {
@@ -21,7 +22,7 @@ async function linkedFiles(): Promise<string[]> {
   return [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] ?? "");
 }
 
-describe("GET / : the dashboard (SPEC §9.4, docs/dashboard.md)", () => {
+describe("GET / : the dashboard (docs/dashboard.md)", () => {
   it("is the same HTML page for everyone, from Static Assets, under a strict Content-Security-Policy", async () => {
     const res = await page();
     expect(res.status).toBe(200);
@@ -74,7 +75,7 @@ describe("GET / : the dashboard (SPEC §9.4, docs/dashboard.md)", () => {
   });
 });
 
-describe("GET /embed/inbox.js: the embeddable inbox (SPEC §9.4, docs/embed.md)", () => {
+describe("GET /embed/inbox.js: the embeddable inbox (docs/embed.md)", () => {
   it("is a JavaScript module that a page on an allowed origin may load with CORS, and no other origin", async () => {
     const withOrigins = { ...env, CORS_ALLOWED_ORIGINS: "http://localhost:5173" } as Env;
     const ctx = createExecutionContext();
@@ -94,7 +95,7 @@ describe("GET /embed/inbox.js: the embeddable inbox (SPEC §9.4, docs/embed.md)"
   });
 });
 
-describe("GET /users/authmethods (SPEC §7)", () => {
+describe('GET /users/authmethods (docs/api.md, "Endpoints")', () => {
   it("is public, not read as a user name, and answers Coder's shape", async () => {
     const res = await call("GET", "/users/authmethods");
     expect(res.status).toBe(200);
