@@ -43,6 +43,33 @@ describe("hashPassword / verifyPassword", () => {
     expect((await verifyPassword(encoded, STRONG)).valid).toBe(true);
   });
 
+  // docs/security.md, "Password hashing": hashes already stored keep verifying, whichever library hash.ts uses.
+  it("verifies PHC strings that @phi-ag/argon2 0.5.28 wrote through hash.ts, non-ASCII passwords included", async () => {
+    // Written by hashPassword() at commit 3fbe5bb; each also matches Node's crypto.argon2Sync (OpenSSL) for the
+    // NFKC form of its password.
+    const stored: [password: string, encoded: string][] = [
+      ["mellow orbit cactus lantern", "$argon2id$v=19$m=19456,t=2,p=1$uk5/HyWiqASorW2ETB9E4g$CGM2UIYK6qyfCEKIwldNty87xGGlwMZa8KfDdTuh+wI"],
+      [
+        "Gr\u00fc\u00dfe aus K\u00f6ln, \u00e7a va \u2764",
+        "$argon2id$v=19$m=19456,t=2,p=1$QLnaAAfv9vzjoEZq1utdBw$4SCWuQRZejNOLeAdst+g26qNPEV3UiQSKh8uLd2pleM",
+      ],
+      [
+        "\u{1F510}\u{1F5DD} \u5bc6\u7801\u5f88\u957f \u043f\u0430\u0440\u043e\u043b\u044c",
+        "$argon2id$v=19$m=19456,t=2,p=1$CJpuZsgk9XyA0+SDEkzV8w$OcMlxworNTesfFCWiQaIai4sGAcYHYvYUGRgxi6eig8",
+      ],
+      // Fullwidth letters, the "ﬁ" ligature and circled digits: stored as their NFKC form "mellow fish 12".
+      [
+        "\uFF4D\uFF45\uFF4C\uFF4C\uFF4F\uFF57 \uFB01sh \u2460\u2461",
+        "$argon2id$v=19$m=19456,t=2,p=1$rJl8uzCXcGcBWbgDCt76sQ$jbXR+3fRooYQ6tKORhyGTm/RAdoVrMS/+ZriliKgZsQ",
+      ],
+    ];
+    for (const [password, encoded] of stored) {
+      expect(await verifyPassword(encoded, password), password).toEqual({ valid: true, needsRehash: false });
+      expect((await verifyPassword(encoded, `${password}.`)).valid, password).toBe(false);
+    }
+    expect((await verifyPassword(stored[3]?.[1], "mellow fish 12")).valid).toBe(true);
+  });
+
   it("asks for a rehash of a valid argon2id hash with older parameters", async () => {
     // m=4096, t=1 (Node's crypto.argon2Sync), password STRONG, salt "herald-test-salt".
     const weak = "$argon2id$v=19$m=4096,t=1,p=1$aGVyYWxkLXRlc3Qtc2FsdA$NBg76dLBG5rFkqNXP+X0wnJ3nJcGAWvBn1e40Exxl/4";

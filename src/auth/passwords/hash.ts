@@ -2,6 +2,9 @@ import Argon2, { Argon2Type, Argon2Version } from "@phi-ag/argon2";
 import wasm from "@phi-ag/argon2/argon2.wasm";
 import { timingSafeEqualBytes } from "../../lib/crypto";
 
+// Why @phi-ag/argon2 and not hash-wasm, @noble/hashes or another argon2id: docs/security.md, "Password hashing"
+// (it runs on Workers with its .wasm imported as a module, and is the fastest of those that do).
+
 /** OWASP's argon2id baseline (19 MiB, 2 passes, 1 lane): strong, yet within a request's CPU and memory budget. */
 export const CURRENT_ARGON2_PARAMS = {
   memoryCost: 19_456,
