@@ -27,7 +27,11 @@ function renderBlock(token: Token): string {
     case "list": {
       const list = token as Tokens.List;
       const start = typeof list.start === "number" ? list.start : 1;
-      const items = list.items.map((item, i) => `${list.ordered ? `${start + i}.` : "-"} ${renderBlocks(item.tokens).trim()}`);
+      const items = list.items.map((item, i) => {
+        const marker = `${list.ordered ? `${start + i}.` : "-"} `;
+        // Every line after the first is indented to the item's text, so a sub-list reads as nested.
+        return marker + renderListItem(item).replace(/\n(?=.)/g, `\n${" ".repeat(marker.length)}`);
+      });
       return `${items.join("\n")}\n\n`;
     }
     case "code":
@@ -50,6 +54,28 @@ function renderBlock(token: Token): string {
     default:
       return renderInline([token]);
   }
+}
+
+/**
+ * An item's blocks, one per line: its own text is a `text` block without a line break of its own, so without this a
+ * nested list would be glued to it. A task's checkbox stays on the line of the text it belongs to.
+ */
+function renderListItem(item: Tokens.ListItem): string {
+  const lines: string[] = [];
+  let checkbox = "";
+  for (const token of item.tokens) {
+    if (token.type === "checkbox") {
+      checkbox = (token as Tokens.Checkbox).checked ? "[x] " : "[ ] ";
+      continue;
+    }
+    const text = renderBlock(token)
+      .replace(/\n{3,}/g, "\n\n")
+      .trim();
+    if (text === "") continue;
+    lines.push(checkbox + text);
+    checkbox = "";
+  }
+  return lines.join("\n") || checkbox.trim();
 }
 
 function renderInline(tokens: Token[] | undefined): string {

@@ -3,8 +3,9 @@ import { describe, expect, it } from "vitest";
 import { markdownToPlaintext as plain } from "../../src/markdown/plaintext";
 import { NASTY_STRINGS } from "../fixtures/arbitraries";
 
-// markdownToPlaintext makes the e-mail subject, the e-mail's text part and the webhook's title/body (SPEC §6): the
-// Markdown is stripped, links become `text (url)`, and a URL the link policy refuses is left out.
+// markdownToPlaintext makes the e-mail subject, the e-mail's text part and the webhook's title/body (docs/api.md,
+// Placeholders): the Markdown is stripped, links become `text (url)`, and a URL the link policy refuses is left out
+// (docs/email.md).
 
 describe("markdownToPlaintext: Markdown is stripped, the words stay", () => {
   it("emphasis, strong, strikethrough and code spans lose their markers", () => {
@@ -60,13 +61,27 @@ describe("markdownToPlaintext: Markdown is stripped, the words stay", () => {
     expect(plain("- a\n\n- b")).toBe("- a\n- b");
   });
 
-  // BUG: a list item's own text is a `text` block token, which renderBlock returns without a line break, so a nested
-  // list is glued onto it: "- a\n  - b" becomes "- a- b". Any e-mail with a sub-list has an unreadable text part.
-  it.fails("a nested list starts on its own line (the item's text is glued to the sub-list)", () => {
+  it("a nested list starts on its own line, indented under its item's text", () => {
     const text = plain("- a\n  - b\n  - c\n- d");
     expect(text).not.toContain("a- b");
     expect(text.split("\n")).toContain("- d");
     expect(text).toMatch(/^- a\n\s*- b\n\s*- c\n- d$/);
+    expect(text).toBe("- a\n  - b\n  - c\n- d");
+  });
+
+  it("nesting goes as deep as the Markdown, under ordered and unordered items alike", () => {
+    expect(plain("1. one\n   - a\n     1. deep\n2. two")).toBe("1. one\n   - a\n     1. deep\n2. two");
+    expect(plain("> - a\n>   - b")).toBe("- a\n  - b");
+  });
+
+  it("every block of an item starts its own line under the item's text: paragraphs, quotes, code", () => {
+    expect(plain("- a\n\n  b\n- c")).toBe("- a\n  b\n- c");
+    expect(plain("- a\n  > quoted\n- b")).toBe("- a\n  quoted\n- b");
+    expect(plain("- a\n\n  ```\n  code\n  ```\n- b")).toBe("- a\n  code\n- b");
+  });
+
+  it("a task's checkbox stays on its item's line", () => {
+    expect(plain("- [ ] todo\n- [x] done\n  - sub")).toBe("- [ ] todo\n- [x] done\n  - sub");
   });
 
   it("fenced and indented code blocks are kept verbatim, markup characters included", () => {
