@@ -45,8 +45,15 @@ function renderBlock(token: Token): string {
     case "space":
     case "def":
       return "\n";
-    case "html":
-      return "";
+    case "html": {
+      // Raw HTML is shown as text in the e-mail's HTML part (html.ts); here its tags go and its words stay.
+      const text = stripTags((token as Tokens.HTML).text)
+        .split("\n")
+        .map((line) => line.trim())
+        .filter((line) => line !== "")
+        .join("\n");
+      return `${text}\n\n`;
+    }
     case "text": {
       const text = token as Tokens.Text;
       return text.tokens ? renderInline(text.tokens) : text.text;
@@ -76,6 +83,23 @@ function renderListItem(item: Tokens.ListItem): string {
     checkbox = "";
   }
   return lines.join("\n") || checkbox.trim();
+}
+
+/** CommonMark's block-level tag names (the ones that open an HTML block), with `br`, `pre` and `textarea`. */
+const BLOCK_TAGS =
+  "address|article|aside|base|basefont|blockquote|body|br|caption|center|col|colgroup|dd|details|dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|h[1-6]|head|header|hr|html|iframe|legend|li|link|main|menu|menuitem|meta|nav|noframes|ol|optgroup|option|p|param|pre|search|section|summary|table|tbody|td|textarea|tfoot|th|thead|title|tr|track|ul";
+const BLOCK_TAG = new RegExp(`<\\/?(?:${BLOCK_TAGS})(?![A-Za-z0-9-])[^>]*(?:>|$)`, "gi");
+
+/**
+ * The words of raw HTML without its markup. Block-level tags end a line; other tags, comments, declarations and
+ * processing instructions vanish. A tag left open at the end is cut off whole, so nothing that could open an element
+ * reaches the text.
+ */
+function stripTags(html: string): string {
+  return html
+    .replace(/<!--[\s\S]*?(?:-->|$)|<!\[CDATA\[[\s\S]*?(?:\]\]>|$)|<[!?][\s\S]*?(?:>|$)/g, "")
+    .replace(BLOCK_TAG, "\n")
+    .replace(/<\/?[A-Za-z][^>]*(?:>|$)/g, "");
 }
 
 function renderInline(tokens: Token[] | undefined): string {

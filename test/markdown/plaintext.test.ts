@@ -212,11 +212,35 @@ describe("markdownToPlaintext: raw HTML", () => {
     }
   });
 
-  // BUG: an HTML block (a line starting with a block-level tag) is dropped whole, its text included. A custom
-  // notification whose title is `<b>Outage</b>` still reads "Outage" in the HTML part (shown as escaped text), but its
-  // e-mail subject and text part are empty: the recipient is told nothing.
-  it.fails("text inside an HTML block is not lost (the block is dropped whole, words included)", () => {
+  // An HTML block (a line starting with a block-level tag) is shown as text in the HTML part (docs/api.md,
+  // Placeholders): the text part keeps its words and drops only the markup.
+  it("text inside an HTML block is not lost: its tags go, its words stay", () => {
     expect(plain("<div>Database outage at 14:00</div>")).toContain("Database outage at 14:00");
+    expect(plain("<div>Database outage at 14:00</div>")).toBe("Database outage at 14:00");
+    expect(plain("Before\n\n<div>\n<b>Outage</b> at <i>14:00</i>\n</div>\n\nAfter")).toBe("Before\n\nOutage at 14:00\n\nAfter");
+  });
+
+  it("in an HTML block, block-level tags end a line; comments and declarations leave nothing", () => {
+    expect(plain("<div><p>one</p><p>two</p></div>")).toBe("one\ntwo");
+    expect(plain("<table><tr><td>a</td></tr><tr><td>b</td></tr></table>")).toBe("a\nb");
+    expect(plain("<p>line<br>next</p>")).toBe("line\nnext");
+    expect(plain("<div>\n<!-- hidden -->\nshown\n</div>")).toBe("shown");
+    expect(plain("<!DOCTYPE html>\n\ntext")).toBe("text");
+  });
+
+  it("an HTML block's text is kept as written: no Markdown and no entities are read inside it, as in the HTML part", () => {
+    expect(plain("<div>\n**not bold** &amp; [x](https://x.example)\n</div>")).toBe("**not bold** &amp; [x](https://x.example)");
+  });
+
+  it("a tag left open in an HTML block is cut off whole, attributes and all", () => {
+    for (const markdown of [
+      "<div>\nkept <img src=x onerror=alert(1)\n",
+      "<div>kept</div><a href='javascript:alert(1)'",
+      "<div>kept <!-- open comment",
+    ]) {
+      const text = plain(markdown);
+      expect(text, markdown).toBe("kept");
+    }
   });
 });
 
