@@ -1,5 +1,6 @@
 import { Lexer, type Token, type Tokens } from "marked";
 import { safeHref } from "./links";
+import { decodeNamedReferences } from "./references";
 
 /**
  * Markdown → plain text for clients that cannot render Markdown (docs/api.md (Notification delivery): `plaintext` strips Markdown, links become
@@ -133,16 +134,11 @@ function renderInline(tokens: Token[] | undefined): string {
           return "";
         case "text": {
           const text = token as Tokens.Text;
-          return text.tokens ? renderInline(text.tokens) : decodeEntities(text.text);
+          return text.tokens ? renderInline(text.tokens) : decodeNamedReferences(text.text);
         }
         default:
           return "raw" in token && typeof token.raw === "string" ? token.raw : "";
       }
     })
     .join("");
-}
-
-/** marked keeps the few entities it escapes in text tokens; plain text wants the characters back. */
-function decodeEntities(text: string): string {
-  return text.replace(/&(amp|lt|gt|quot|#39);/g, (_, name: string) => ({ amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'" })[name] ?? "");
 }

@@ -117,10 +117,15 @@ describe("markdownToPlaintext: Markdown is stripped, the words stay", () => {
     expect(plain("&amp;lt;")).toBe("&lt;");
   });
 
-  // BUG (minor): only &amp; &lt; &gt; &quot; &#39; are decoded; every other named entity reaches the text part as
-  // written, while the HTML part shows the character (markdownToHtml("&copy;") displays ©).
-  it.fails("named entities other than the five are decoded too (the HTML part shows ©, the text part `&copy;`)", () => {
+  // The HTML part shows `&copy;` as ©; the text part shows the same (every name: test/markdown/references.test.ts).
+  it("named entities other than the five are decoded too (the HTML part shows ©, so does the text part)", () => {
     expect(plain("&copy; 2025 &mdash; caf&eacute;")).toBe("© 2025 — café");
+    expect(plain("# &laquo;Title&raquo;\n\n- &hellip; [&rarr; docs](https://x.example)")).toBe("«Title»\n\n- … → docs (https://x.example)");
+  });
+
+  it("numeric references are decoded too; a name not on the HTML Standard's list is text", () => {
+    expect(plain("&#169; &#xA9; &#38;copy;")).toBe("© © &copy;");
+    expect(plain("&notit; &copyright; &copy no semicolon")).toBe("&notit; &copyright; &copy no semicolon");
   });
 
   it("non-Latin text, emoji and combining marks pass through untouched", () => {
