@@ -20,7 +20,7 @@ import { notifyAccountEvent, sendPasswordChangedNotice } from "./events";
 import { UserMessages } from "./messages";
 import { resolveUser } from "./resolve";
 import { changePasswordBody, createFirstUserBody, createUserBody, listUsersQuery, updateRolesBody, userPath } from "./schemas";
-import { parseUserSearch, searchFilters } from "./search";
+import { parseUserSearch, searchFilters, searchKeys } from "./search";
 import {
   assertPasswordPolicy,
   assertUnique,
@@ -92,6 +92,7 @@ export const userRoutes = new Hono<AppEnv>()
             email: body.email,
             username: body.username,
             name: body.name ?? "",
+            ...searchKeys({ name: body.name ?? "", email: body.email }),
             hashedPassword,
             loginType: "password",
             roles: ["owner"],
@@ -145,6 +146,7 @@ export const userRoutes = new Hono<AppEnv>()
         email,
         username: body.username,
         name: body.name ?? "",
+        ...searchKeys({ name: body.name ?? "", email }),
         hashedPassword: body.password ? await hashPassword(body.password) : null,
         loginType,
         status: body.user_status ?? "active",

@@ -125,7 +125,7 @@ async function signIn(callback: string, options: { jar?: CookieJar; query?: Reco
   return { jar, authorize, callback: back, done };
 }
 
-/** The session token a successful callback set, after checking its cookie attributes (SPEC §2). */
+/** The session token a successful callback set, after checking its cookie attributes (docs/asvs.md, 3.3.2 and 3.3.4). */
 function sessionOf(res: Response): string {
   const header = res.headers.getSetCookie().find((c) => c.startsWith(`${SESSION_COOKIE}=`));
   expect(header, "session cookie").toBeDefined();
@@ -315,6 +315,9 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
     expect(me.username).toMatch(/^[a-z0-9]+(-[a-z0-9]+)*$/);
     expect((await userRow(me.id))?.hashed_password).toBeNull();
     expect(await linksOf(me.id)).toEqual([{ issuer: ISSUER, subject: account.sub, login_type: "oidc", email }]);
+    // Written with the name and e-mail, so user search finds the newcomer (docs/api.md, Searching users).
+    const keys = await env.DB.prepare("SELECT search_name, search_email FROM users WHERE id = ?").bind(me.id).first();
+    expect(keys).toEqual({ search_name: "ada lovelace", search_email: email.toLowerCase() });
 
     // The next sign-in (signups off again) finds the same account through its link.
     await oidcNextLogin(account);
@@ -477,7 +480,7 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
     expect(done.headers.get("Location")).toBe("/inbox/unread?page=2#top");
   });
 
-  it("lands on / (the dashboard) by default, whose API calls the new session cookie then authenticates (SPEC §9.4)", async () => {
+  it("lands on / (the dashboard) by default, whose API calls the new session cookie then authenticates (docs/api.md, External sign-in)", async () => {
     const user = await createExternalUser("oidc");
     await oidcNextLogin(oidcAccount(user.email));
     const { done, jar } = await signIn(OIDC_CALLBACK);
@@ -490,7 +493,7 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
     expect(await me.json()).toMatchObject({ username: user.username });
   });
 
-  it("sends the browser back to a dashboard on an origin in CORS_ALLOWED_ORIGINS, and nowhere else (SPEC §9.4)", async () => {
+  it("sends the browser back to a dashboard on an origin in CORS_ALLOWED_ORIGINS, and nowhere else (docs/api.md, External sign-in)", async () => {
     const override = { CORS_ALLOWED_ORIGINS: "https://app.example.com" };
     for (const [target, expected] of [
       ["https://app.example.com/after?x=1", "https://app.example.com/after?x=1"],
@@ -518,7 +521,7 @@ describe("OIDC sign-in (issue 5 §1, §3)", () => {
 
 // ─────────────────────────────────────────────────────────────────────────────────────────────────────────────────
 
-describe("A7 POST /users/{user}/convert-login (SPEC §3)", () => {
+describe("A7 POST /users/{user}/convert-login (docs/api.md, Converting a password account)", () => {
   it("answers 201 with the state and sets a signed HttpOnly conversion cookie", async () => {
     const user = await createUser();
     const before = Date.now();
