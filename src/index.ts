@@ -1,8 +1,10 @@
 import { app } from "./app";
 import { BROADCAST_DEAD_LETTER_QUEUE, BROADCAST_QUEUE, broadcastHousekeeping } from "./broadcasts/fanout";
 import { handleBroadcastQueue } from "./broadcasts/queue";
+import { database } from "./db/client";
 import type { BroadcastQueueMessage, Env, NotificationQueueMessage } from "./env";
 import { handleQueue, handleScheduled } from "./notifications/background";
+import { backfillSearchKeys } from "./users/search";
 
 export { UserInbox } from "./inbox/user-inbox";
 
@@ -23,5 +25,6 @@ export default {
     if (isBroadcastBatch(batch)) await handleBroadcastQueue(batch, env);
     else if (isNotificationBatch(batch)) await handleQueue(batch, env);
   },
-  scheduled: (_controller, env, ctx) => ctx.waitUntil(Promise.all([handleScheduled(env), broadcastHousekeeping(env)])),
+  scheduled: (_controller, env, ctx) =>
+    ctx.waitUntil(Promise.all([handleScheduled(env), broadcastHousekeeping(env), backfillSearchKeys(database(env.DB))])),
 } satisfies ExportedHandler<Env, NotificationQueueMessage | BroadcastQueueMessage>;

@@ -26,10 +26,19 @@ export const users = sqliteTable(
     createdAt: timestamp("created_at").notNull(),
     updatedAt: timestamp("updated_at").notNull(),
     lastSeenAt: timestamp("last_seen_at"),
+    /**
+     * The name and e-mail as user search compares them (`foldForSearch`, src/users/search.ts): SQLite's lower() folds
+     * ASCII only. Written with every name and e-mail; null on rows from before they existed until the cron's
+     * backfill reaches them (docs/api.md, Searching users).
+     */
+    searchName: text("search_name"),
+    searchEmail: text("search_email"),
   },
   (t) => [
     uniqueIndex("users_email_live").on(sql`lower(${t.email})`).where(sql`${t.deleted} = 0 AND ${t.email} <> ''`),
     uniqueIndex("users_username_live").on(sql`lower(${t.username})`).where(sql`${t.deleted} = 0`),
+    // Only the rows the backfill has yet to reach: empty once it is done, so its check each minute reads nothing.
+    index("users_search_pending").on(t.id).where(sql`${t.searchName} IS NULL OR ${t.searchEmail} IS NULL`),
   ],
 );
 

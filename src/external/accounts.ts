@@ -11,6 +11,7 @@ import type { AppEnv } from "../http/types";
 import { hmacHex, nowIso, randomAlphanumeric } from "../lib/crypto";
 import { enqueueNotification } from "../notifications/enqueue";
 import { TEMPLATE_IDS } from "../notifications/templates";
+import { searchKeys } from "../users/search";
 import { defaultOrganizationId, findLiveUserByEmail, isUniqueViolation } from "../users/service";
 import { ExternalMessages } from "./messages";
 import type { ExternalIdentity, ExternalLoginType } from "./provider";
@@ -118,11 +119,13 @@ export async function resolveExternalUser(c: Context<AppEnv>, type: ExternalLogi
 
 async function signUp(c: Context<AppEnv>, db: Database, identity: ExternalIdentity): Promise<UserRow> {
   const now = nowIso();
+  const name = identity.name.slice(0, 128);
   const row: UserRow = {
     id: crypto.randomUUID(),
     email: identity.email,
     username: await freeUsername(db, identity.username),
-    name: identity.name.slice(0, 128),
+    name,
+    ...searchKeys({ name, email: identity.email }),
     hashedPassword: null,
     loginType: "oidc",
     status: "active",

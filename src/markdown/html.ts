@@ -1,5 +1,6 @@
 import { Marked, type Tokens } from "marked";
 import { safeHref } from "./links";
+import { escapeUnknownReferences } from "./references";
 
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
@@ -27,5 +28,5 @@ markdownHtml.use({
 });
 
 export function markdownToHtml(markdown: string): string {
-  return markdownHtml.parse(markdown) as string;
+  return escapeUnknownReferences(markdownHtml.parse(markdown) as string);
 }

@@ -1,5 +1,6 @@
 import { Lexer, type Token, type Tokens } from "marked";
 import { safeHref } from "./links";
+import { decodeNamedReferences } from "./references";
 
 /**
  * Markdown → plain text for clients that cannot render Markdown (docs/api.md (Notification delivery): `plaintext` strips Markdown, links become
@@ -27,7 +28,11 @@ function renderBlock(token: Token): string {
     case "list": {
       const list = token as Tokens.List;
       const start = typeof list.start === "number" ? list.start : 1;
-      const items = list.items.map((item, i) => `${list.ordered ? `${start + i}.` : "-"} ${renderBlocks(item.tokens).trim()}`);
+      const items = list.items.map((item, i) => {
+        const marker = `${list.ordered ? `${start + i}.` : "-"} `;
+        // Every line after the first is indented to the item's text, so a sub-list reads as nested.
+        return marker + renderListItem(item).replace(/\n(?=.)/g, `\n${" ".repeat(marker.length)}`);
+      });
       return `${items.join("\n")}\n\n`;
     }
     case "code":
@@ -41,8 +46,15 @@ function renderBlock(token: Token): string {
     case "space":
     case "def":
       return "\n";
-    case "html":
-      return "";
+    case "html": {
+      // Raw HTML is shown as text in the e-mail's HTML part (html.ts); here its tags go and its words stay.
+      const text = stripTags((token as Tokens.HTML).text)
+        .split("\n")
+        .map((line) => line.trim())
+        .filter((line) => line !== "")
+        .join("\n");
+      return `${text}\n\n`;
+    }
     case "text": {
       const text = token as Tokens.Text;
       return text.tokens ? renderInline(text.tokens) : text.text;
@@ -50,6 +62,45 @@ function renderBlock(token: Token): string {
     default:
       return renderInline([token]);
   }
+}
+
+/**
+ * An item's blocks, one per line: its own text is a `text` block without a line break of its own, so without this a
+ * nested list would be glued to it. A task's checkbox stays on the line of the text it belongs to.
+ */
+function renderListItem(item: Tokens.ListItem): string {
+  const lines: string[] = [];
+  let checkbox = "";
+  for (const token of item.tokens) {
+    if (token.type === "checkbox") {
+      checkbox = (token as Tokens.Checkbox).checked ? "[x] " : "[ ] ";
+      continue;
+    }
+    const text = renderBlock(token)
+      .replace(/\n{3,}/g, "\n\n")
+      .trim();
+    if (text === "") continue;
+    lines.push(checkbox + text);
+    checkbox = "";
+  }
+  return lines.join("\n") || checkbox.trim();
+}
+
+/** CommonMark's block-level tag names (the ones that open an HTML block), with `br`, `pre` and `textarea`. */
+const BLOCK_TAGS =
+  "address|article|aside|base|basefont|blockquote|body|br|caption|center|col|colgroup|dd|details|dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|h[1-6]|head|header|hr|html|iframe|legend|li|link|main|menu|menuitem|meta|nav|noframes|ol|optgroup|option|p|param|pre|search|section|summary|table|tbody|td|textarea|tfoot|th|thead|title|tr|track|ul";
+const BLOCK_TAG = new RegExp(`<\\/?(?:${BLOCK_TAGS})(?![A-Za-z0-9-])[^>]*(?:>|$)`, "gi");
+
+/**
+ * The words of raw HTML without its markup. Block-level tags end a line; other tags, comments, declarations and
+ * processing instructions vanish. A tag left open at the end is cut off whole, so nothing that could open an element
+ * reaches the text.
+ */
+function stripTags(html: string): string {
+  return html
+    .replace(/<!--[\s\S]*?(?:-->|$)|<!\[CDATA\[[\s\S]*?(?:\]\]>|$)|<[!?][\s\S]*?(?:>|$)/g, "")
+    .replace(BLOCK_TAG, "\n")
+    .replace(/<\/?[A-Za-z][^>]*(?:>|$)/g, "");
 }
 
 function renderInline(tokens: Token[] | undefined): string {
@@ -83,16 +134,11 @@ function renderInline(tokens: Token[] | undefined): string {
           return "";
         case "text": {
           const text = token as Tokens.Text;
-          return text.tokens ? renderInline(text.tokens) : decodeEntities(text.text);
+          return text.tokens ? renderInline(text.tokens) : decodeNamedReferences(text.text);
         }
         default:
           return "raw" in token && typeof token.raw === "string" ? token.raw : "";
       }
     })
     .join("");
-}
-
-/** marked keeps the few entities it escapes in text tokens; plain text wants the characters back. */
-function decodeEntities(text: string): string {
-  return text.replace(/&(amp|lt|gt|quot|#39);/g, (_, name: string) => ({ amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'" })[name] ?? "");
 }

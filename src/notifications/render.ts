@@ -26,9 +26,12 @@ const PLACEHOLDER = /\{\{\s*(base_url|\.UserName|\.UserUsername|\.UserEmail|\.La
 
 /**
  * Label values are data, not Markdown: control characters (line breaks among them) are removed, so a value can start
- * neither a header nor a Markdown block, and every character Markdown or HTML could interpret is escaped.
+ * neither a header nor a Markdown block, and every character Markdown or HTML could interpret is escaped. That
+ * includes `:`: GFM turns a bare `https://…` into a link whatever backslashes follow its scheme, and would send it
+ * to the backslashed URL (a browser reads `\` as `/`), so only an escaped colon keeps a URL in a value as text, for
+ * every GFM renderer of the Markdown (`www.` and e-mail autolinks already stop at the escaped `.`).
  */
-export const escapeMarkdown: Escape = (value) => stripControls(value).replace(/[\\`*_{}[\]()#+\-.!|<>~&"']/g, (ch) => `\\${ch}`);
+export const escapeMarkdown: Escape = (value) => stripControls(value).replace(/[\\`*_{}[\]()#+\-.!|<>~&"':]/g, (ch) => `\\${ch}`);
 const verbatim: Escape = (value) => value;
 
 /**

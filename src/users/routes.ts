@@ -30,7 +30,7 @@ import {
   updateRolesBody,
   userPath,
 } from "./schemas";
-import { parseUserSearch, searchFilters } from "./search";
+import { parseUserSearch, searchFilters, searchKeys } from "./search";
 import {
   assertPasswordPolicy,
   assertUnique,
@@ -102,6 +102,7 @@ export const userRoutes = new Hono<AppEnv>()
             email: body.email,
             username: body.username,
             name: body.name ?? "",
+            ...searchKeys({ name: body.name ?? "", email: body.email }),
             hashedPassword,
             loginType: "password",
             roles: ["owner"],
@@ -156,6 +157,7 @@ export const userRoutes = new Hono<AppEnv>()
         email,
         username: body.username,
         name: body.name ?? "",
+        ...searchKeys({ name: body.name ?? "", email }),
         hashedPassword: body.password ? await hashPassword(body.password) : null,
         loginType,
         status: body.user_status ?? "active",

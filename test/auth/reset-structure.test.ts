@@ -11,6 +11,8 @@ const ACCOUNT: UserRow = {
   email: "ada@herald.test",
   username: "ada",
   name: "",
+  searchName: "",
+  searchEmail: "ada@herald.test",
   hashedPassword: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA",
   loginType: "password",
   status: "active",

@@ -315,6 +315,9 @@ describe('OIDC sign-in (docs/api.md, "External sign-in")', () => {
     expect(me.username).toMatch(/^[a-z0-9]+(-[a-z0-9]+)*$/);
     expect((await userRow(me.id))?.hashed_password).toBeNull();
     expect(await linksOf(me.id)).toEqual([{ issuer: ISSUER, subject: account.sub, login_type: "oidc", email }]);
+    // Written with the name and e-mail, so user search finds the newcomer (docs/api.md, Searching users).
+    const keys = await env.DB.prepare("SELECT search_name, search_email FROM users WHERE id = ?").bind(me.id).first();
+    expect(keys).toEqual({ search_name: "ada lovelace", search_email: email.toLowerCase() });
 
     // The next sign-in (signups off again) finds the same account through its link.
     await oidcNextLogin(account);

@@ -3,8 +3,9 @@ import { describe, expect, it } from "vitest";
 import { markdownToPlaintext as plain } from "../../src/markdown/plaintext";
 import { NASTY_STRINGS } from "../fixtures/arbitraries";
 
-// markdownToPlaintext makes the e-mail subject, the e-mail's text part and the webhook's title/body (SPEC §6): the
-// Markdown is stripped, links become `text (url)`, and a URL the link policy refuses is left out.
+// markdownToPlaintext makes the e-mail subject, the e-mail's text part and the webhook's title/body (docs/api.md,
+// Placeholders): the Markdown is stripped, links become `text (url)`, and a URL the link policy refuses is left out
+// (docs/email.md).
 
 describe("markdownToPlaintext: Markdown is stripped, the words stay", () => {
   it("emphasis, strong, strikethrough and code spans lose their markers", () => {
@@ -60,13 +61,27 @@ describe("markdownToPlaintext: Markdown is stripped, the words stay", () => {
     expect(plain("- a\n\n- b")).toBe("- a\n- b");
   });
 
-  // BUG: a list item's own text is a `text` block token, which renderBlock returns without a line break, so a nested
-  // list is glued onto it: "- a\n  - b" becomes "- a- b". Any e-mail with a sub-list has an unreadable text part.
-  it.fails("a nested list starts on its own line (the item's text is glued to the sub-list)", () => {
+  it("a nested list starts on its own line, indented under its item's text", () => {
     const text = plain("- a\n  - b\n  - c\n- d");
     expect(text).not.toContain("a- b");
     expect(text.split("\n")).toContain("- d");
     expect(text).toMatch(/^- a\n\s*- b\n\s*- c\n- d$/);
+    expect(text).toBe("- a\n  - b\n  - c\n- d");
+  });
+
+  it("nesting goes as deep as the Markdown, under ordered and unordered items alike", () => {
+    expect(plain("1. one\n   - a\n     1. deep\n2. two")).toBe("1. one\n   - a\n     1. deep\n2. two");
+    expect(plain("> - a\n>   - b")).toBe("- a\n  - b");
+  });
+
+  it("every block of an item starts its own line under the item's text: paragraphs, quotes, code", () => {
+    expect(plain("- a\n\n  b\n- c")).toBe("- a\n  b\n- c");
+    expect(plain("- a\n  > quoted\n- b")).toBe("- a\n  quoted\n- b");
+    expect(plain("- a\n\n  ```\n  code\n  ```\n- b")).toBe("- a\n  code\n- b");
+  });
+
+  it("a task's checkbox stays on its item's line", () => {
+    expect(plain("- [ ] todo\n- [x] done\n  - sub")).toBe("- [ ] todo\n- [x] done\n  - sub");
   });
 
   it("fenced and indented code blocks are kept verbatim, markup characters included", () => {
@@ -102,10 +117,15 @@ describe("markdownToPlaintext: Markdown is stripped, the words stay", () => {
     expect(plain("&amp;lt;")).toBe("&lt;");
   });
 
-  // BUG (minor): only &amp; &lt; &gt; &quot; &#39; are decoded; every other named entity reaches the text part as
-  // written, while the HTML part shows the character (markdownToHtml("&copy;") displays ©).
-  it.fails("named entities other than the five are decoded too (the HTML part shows ©, the text part `&copy;`)", () => {
+  // The HTML part shows `&copy;` as ©; the text part shows the same (every name: test/markdown/references.test.ts).
+  it("named entities other than the five are decoded too (the HTML part shows ©, so does the text part)", () => {
     expect(plain("&copy; 2025 &mdash; caf&eacute;")).toBe("© 2025 — café");
+    expect(plain("# &laquo;Title&raquo;\n\n- &hellip; [&rarr; docs](https://x.example)")).toBe("«Title»\n\n- … → docs (https://x.example)");
+  });
+
+  it("numeric references are decoded too; a name not on the HTML Standard's list is text", () => {
+    expect(plain("&#169; &#xA9; &#38;copy;")).toBe("© © &copy;");
+    expect(plain("&notit; &copyright; &copy no semicolon")).toBe("&notit; &copyright; &copy no semicolon");
   });
 
   it("non-Latin text, emoji and combining marks pass through untouched", () => {
@@ -197,11 +217,35 @@ describe("markdownToPlaintext: raw HTML", () => {
     }
   });
 
-  // BUG: an HTML block (a line starting with a block-level tag) is dropped whole, its text included. A custom
-  // notification whose title is `<b>Outage</b>` still reads "Outage" in the HTML part (shown as escaped text), but its
-  // e-mail subject and text part are empty: the recipient is told nothing.
-  it.fails("text inside an HTML block is not lost (the block is dropped whole, words included)", () => {
+  // An HTML block (a line starting with a block-level tag) is shown as text in the HTML part (docs/api.md,
+  // Placeholders): the text part keeps its words and drops only the markup.
+  it("text inside an HTML block is not lost: its tags go, its words stay", () => {
     expect(plain("<div>Database outage at 14:00</div>")).toContain("Database outage at 14:00");
+    expect(plain("<div>Database outage at 14:00</div>")).toBe("Database outage at 14:00");
+    expect(plain("Before\n\n<div>\n<b>Outage</b> at <i>14:00</i>\n</div>\n\nAfter")).toBe("Before\n\nOutage at 14:00\n\nAfter");
+  });
+
+  it("in an HTML block, block-level tags end a line; comments and declarations leave nothing", () => {
+    expect(plain("<div><p>one</p><p>two</p></div>")).toBe("one\ntwo");
+    expect(plain("<table><tr><td>a</td></tr><tr><td>b</td></tr></table>")).toBe("a\nb");
+    expect(plain("<p>line<br>next</p>")).toBe("line\nnext");
+    expect(plain("<div>\n<!-- hidden -->\nshown\n</div>")).toBe("shown");
+    expect(plain("<!DOCTYPE html>\n\ntext")).toBe("text");
+  });
+
+  it("an HTML block's text is kept as written: no Markdown and no entities are read inside it, as in the HTML part", () => {
+    expect(plain("<div>\n**not bold** &amp; [x](https://x.example)\n</div>")).toBe("**not bold** &amp; [x](https://x.example)");
+  });
+
+  it("a tag left open in an HTML block is cut off whole, attributes and all", () => {
+    for (const markdown of [
+      "<div>\nkept <img src=x onerror=alert(1)\n",
+      "<div>kept</div><a href='javascript:alert(1)'",
+      "<div>kept <!-- open comment",
+    ]) {
+      const text = plain(markdown);
+      expect(text, markdown).toBe("kept");
+    }
   });
 });
 

@@ -5,7 +5,7 @@ import { stripControls } from "../../src/notifications/email/mime";
 import { emailText, escapeMarkdown, fill, parseActions, type RenderContext, renderTemplate } from "../../src/notifications/render";
 import { anyText, NASTY_STRINGS } from "../fixtures/arbitraries";
 
-// The logic-less template renderer (README "Placeholders"): placeholders are substituted in one pass, label values
+// The logic-less template renderer (docs/api.md, Placeholders): placeholders are substituted in one pass, label values
 // are Markdown-escaped in system templates and verbatim in the custom one, action URLs get URL-encoded values, and
 // each template renders to Markdown, plain text and HTML.
 
@@ -34,6 +34,18 @@ const template = (over: Partial<TemplateRow> = {}): TemplateRow => ({
 });
 
 const verbatim = (s: string) => s;
+
+/** Text with bare URLs, `www.` hosts and addresses in it, the shapes GFM turns into links. */
+const bareUrlText = fc
+  .array(
+    fc.oneof(
+      fc.constantFrom("https://", "http://", "HTTP://", "ftp://", "www.", "mailto:", "@", ".", "/", "_", "*", " ", "<", ">", "(", ")"),
+      fc.stringMatching(/^[a-z0-9-]{1,8}$/),
+      fc.domain(),
+    ),
+    { minLength: 1, maxLength: 8 },
+  )
+  .map((parts) => parts.join(""));
 
 describe("fill: placeholders", () => {
   it("substitutes every documented placeholder", () => {
@@ -135,8 +147,13 @@ describe("escapeMarkdown: label values are data, not Markdown", () => {
     expect(escapeMarkdown("\\`*_{}[]()#+-.!|<>~&\"'")).toBe("\\\\\\`\\*\\_\\{\\}\\[\\]\\(\\)\\#\\+\\-\\.\\!\\|\\<\\>\\~\\&\\\"\\'");
   });
 
+  it("escapes `:` too, which GFM reads as the start of a bare URL", () => {
+    expect(escapeMarkdown("https://2130706433/login")).toBe("https\\://2130706433/login");
+    expect(escapeMarkdown("mailto:a@b")).toBe("mailto\\:a@b");
+  });
+
   it("leaves letters, digits, spaces and other text alone", () => {
-    for (const s of ["Ada Lovelace", "é ü 😀 日本", "a=b;c:d?e@f%g^h$i"]) expect(escapeMarkdown(s)).toBe(s);
+    for (const s of ["Ada Lovelace", "é ü 😀 日本", "a=b;c?d@e%f^g$h/i"]) expect(escapeMarkdown(s)).toBe(s);
   });
 
   it("removes line breaks and other control characters, so a value cannot start a new Markdown block", () => {
@@ -171,10 +188,7 @@ describe("escapeMarkdown: label values are data, not Markdown", () => {
   });
 
   it("property: a system template shows any label value exactly as given (controls collapsed to a space, ends trimmed)", () => {
-    // Bare URLs are excluded: see the failing test below.
-    const value = fc
-      .oneof(anyText, fc.string({ unit: "grapheme-ascii", maxLength: 40 }))
-      .filter((s) => !/(https?|ftp):\/\//i.test(s) && s.length < 2000);
+    const value = fc.oneof(anyText, fc.string({ unit: "grapheme-ascii", maxLength: 40 }), bareUrlText).filter((s) => s.length < 2000);
     fc.assert(
       fc.property(value, (v) => {
         const r = renderTemplate(template({ titleTemplate: "{{.Labels.v}}", bodyTemplate: "Name: {{.Labels.v}}." }), ctx({ labels: { v } }));
@@ -186,19 +200,46 @@ describe("escapeMarkdown: label values are data, not Markdown", () => {
     );
   });
 
-  // BUG: escapeMarkdown escapes `.` but not `:` or `/`, and marked's GFM extended autolinks still match a bare URL
-  // through the backslashes. A value "https://example.com/x" is shown as "https://example\.com/x" in the title and
-  // text part, and the HTML part links to href="https://example\.com/x" (browsers read `\` as `/`: host "example").
-  // A value without dots (https://2130706433/login, a decimal IPv4) becomes a live link, although README promises
-  // label values are escaped so Markdown cannot interpret them. Today only a user's own display name ({{.UserName}})
-  // can hold such a value: usernames cannot contain ":".
-  it.fails("a label holding a bare URL is shown as written and never becomes a link", () => {
-    for (const v of ["https://example.com/x", "https://2130706433/login", "[click](https://2130706433/login)"]) {
-      const r = renderTemplate(template({ titleTemplate: "{{.Labels.v}}", bodyTemplate: "Hi {{.Labels.v}}" }), ctx({ labels: { v } }));
+  // GFM reads a bare `https://…` as a link whatever backslashes follow the scheme, so escaping `.` was not enough: the
+  // escaped `:` is what keeps it text (docs/api.md, Placeholders). A display name ({{.UserName}}) can hold any of these.
+  it("a label holding a bare URL is shown as written and never becomes a link", () => {
+    for (const v of [
+      "https://example.com/x",
+      "https://2130706433/login",
+      "[click](https://2130706433/login)",
+      "HTTPS://EXAMPLE.COM",
+      "http://a_b.example/c_d*e*",
+      "ftp://files.example/x",
+      "www.example.com",
+      "mailto:ops@example.com",
+      "ops@example.com",
+      "<https://example.com>",
+      "see https://example.com/x, then www.example.org.",
+    ]) {
+      const r = renderTemplate(
+        template({ titleTemplate: "{{.Labels.v}}", bodyTemplate: "Hi {{.Labels.v}}\n\n**{{.Labels.v}}** by {{.UserName}}" }),
+        ctx({ labels: { v }, user: { name: v, username: "ada", email: "ada@example.com" } }),
+      );
       expect(r.title).toBe(v);
-      expect(r.body).toBe(`Hi ${v}`);
+      expect(r.body).toBe(`Hi ${v}\n\n${v} by ${v}`);
       expect(r.html).not.toContain("<a ");
+      expect(r.bodyMarkdown, "the Markdown given to the inbox and webhooks holds no scheme a GFM renderer would link").not.toMatch(
+        /[a-z]:\/\/|mailto:|www\./i,
+      );
     }
+  });
+
+  it("template-authored links keep working: a bare {{base_url}} link, and a label in a link's destination", () => {
+    const r = renderTemplate(
+      template({ bodyTemplate: "See {{base_url}}/inbox or [the report]({{.Labels.url}})." }),
+      ctx({ labels: { url: "https://ci.example/r_1?a=1&b=2" } }),
+    );
+    expect(r.html).toBe(
+      '<p>See <a href="https://herald.example.com/inbox">https://herald.example.com/inbox</a> or <a href="https://ci.example/r_1?a=1&#38;b=2">the report</a>.</p>\n',
+    );
+    expect(r.body).toBe("See https://herald.example.com/inbox or the report (https://ci.example/r_1?a=1&b=2).");
+    const refused = renderTemplate(template({ bodyTemplate: "[Open]({{.Labels.url}})" }), ctx({ labels: { url: "javascript:alert(1)" } }));
+    expect(refused.html).toBe("<p>Open</p>\n");
   });
 });
 
@@ -411,13 +452,11 @@ describe("renderTemplate: properties", () => {
   });
 
   it("in a system template, no label value can add a link or an HTML element to the HTML part", () => {
-    // Bare URLs excluded (see the failing test above): anything else a label holds is text.
-    const value = fc
-      .oneof(
-        anyText,
-        fc.constantFrom(...NASTY_STRINGS, "[x](mailto:a@evil.example)", "<mailto:a@evil.example>", "www.evil.example", "a@evil.example"),
-      )
-      .filter((s) => !/:\/\//.test(s));
+    const value = fc.oneof(
+      anyText,
+      bareUrlText,
+      fc.constantFrom(...NASTY_STRINGS, "[x](mailto:a@evil.example)", "<mailto:a@evil.example>", "www.evil.example", "a@evil.example"),
+    );
     fc.assert(
       fc.property(value, (v) => {
         const r = renderTemplate(template({ bodyTemplate: "Account **{{.Labels.v}}** by {{.Labels.v}}" }), ctx({ labels: { v } }));

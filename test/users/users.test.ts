@@ -120,9 +120,12 @@ describe("users", () => {
     const admin = await owner();
     const tag = crypto.randomUUID().slice(0, 8);
     const ada = await createUser({ roles: ["auditor"] });
-    await env.DB.prepare("UPDATE users SET name = ? WHERE id = ?").bind(`Ada ${tag} Lovelace`, ada.id).run();
+    // Names set by hand, as docs/api.md (Searching users) says to: the search keys cleared with them.
+    await env.DB.prepare("UPDATE users SET name = ?, search_name = NULL, search_email = NULL WHERE id = ?").bind(`Ada ${tag} Lovelace`, ada.id).run();
     const grace = await createUser();
-    await env.DB.prepare("UPDATE users SET name = ?, status = 'suspended' WHERE id = ?").bind(`Grace ${tag} Hopper`, grace.id).run();
+    await env.DB.prepare("UPDATE users SET name = ?, search_name = NULL, search_email = NULL, status = 'suspended' WHERE id = ?")
+      .bind(`Grace ${tag} Hopper`, grace.id)
+      .run();
     const ids = async (q: string) => {
       const res = await call("GET", `/users?q=${encodeURIComponent(q)}`, { token: admin.token });
       expect(res.status, await res.clone().text()).toBe(200);
