@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { z } from "zod";
+import * as z from "zod";
 import { passwordResetRoutes } from "./auth/password-reset";
 import { onRevocation } from "./auth/revocation";
 import { authRoutes } from "./auth/routes";

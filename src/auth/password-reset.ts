@@ -1,6 +1,6 @@
 import { and, eq, exists, lt, sql } from "drizzle-orm";
 import { Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { auditInsert } from "../audit/log";
 import { type Database, database } from "../db/client";
 import { oneTimePasscodes, passcodeMails, type UserRow } from "../db/schema";

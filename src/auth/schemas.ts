@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { described, named } from "../openapi/registry";
 
 export const loginBody = named("LoginWithPasswordRequest", z.object({ email: z.email().max(320), password: z.string().max(1024) }));

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { canonicalId } from "../http/ids";
 import { named } from "../openapi/registry";
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ASSIGNABLE_SITE_ROLES } from "../authz/roles";
 import { uuid } from "../http/ids";
 import { timestamp } from "../http/schemas";

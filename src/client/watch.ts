@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import type * as z from "zod";
 import type { InboxChangeFrame, InboxNotificationFrame } from "../inbox/schemas";
 import type { InboxChange } from "../inbox/watch";
 

@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import type * as z from "zod";
 import type { Env } from "../env";
 import { type Mailbox, parseMailbox } from "../notifications/email/address";
 import { configSchema } from "./schema";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { parseMailbox } from "../notifications/email/address";
 import { parseDuration } from "./duration";
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * UUIDs are accepted in any case and used in their canonical lower case (RFC 9562 §4: "treated as

@@ -1,6 +1,6 @@
 import { zValidator } from "@hono/zod-validator";
 import type { MiddlewareHandler } from "hono";
-import type { z } from "zod";
+import type * as z from "zod";
 import { documents } from "../openapi/describe";
 import { badRequest, type FieldValidation, validationFailed } from "./errors";
 import type { AppEnv } from "./types";

@@ -1,5 +1,5 @@
 import { type Context, Hono, type TypedResponse } from "hono";
-import type { z } from "zod";
+import type * as z from "zod";
 import { offeredProtocols, requireAuth, WATCH_PROTOCOL } from "../auth/session";
 import { assertCan } from "../authz/guard";
 import { badRequest, Messages, notFound, validationFailed } from "../http/errors";

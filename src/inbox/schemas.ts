@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { uuid } from "../http/ids";
 import { count, timestamp } from "../http/schemas";
 import { described, named } from "../openapi/registry";

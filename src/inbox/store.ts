@@ -1,5 +1,5 @@
 import { and, asc, eq, inArray, isNotNull, isNull, lte, min, sql } from "drizzle-orm";
-import type { z } from "zod";
+import type * as z from "zod";
 import { inSlices } from "../db/slices";
 import type { InboxCounters } from "./counters";
 import { EventLog } from "./event-log";

@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import type * as z from "zod";
 import { markdownToPlaintext } from "../markdown/plaintext";
 import { InboxMessages } from "./messages";
 import { type InboxFilter, type InboxNotification, matchesFilter, type WatchFormat } from "./model";

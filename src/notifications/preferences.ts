@@ -1,6 +1,6 @@
 import { asc, eq, inArray } from "drizzle-orm";
 import { type Context, Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { auditInsert } from "../audit/log";
 import { requireAuth } from "../auth/session";
 import { assertCan } from "../authz/guard";

@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, type SQL } from "drizzle-orm";
 import { type Context, Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { auditInsert } from "../audit/log";
 import { requireAuth } from "../auth/session";
 import { assertCan, assertScope, can } from "../authz/guard";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { parseDuration } from "../config/duration";
 import { DISPATCH_METHODS, MESSAGE_STATUSES } from "../db/schema";
 import { uuid } from "../http/ids";

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import type { z } from "zod";
+import type * as z from "zod";
 import type { RESOURCE_ACTIONS, ResourceType } from "../authz/catalog";
 import { Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";

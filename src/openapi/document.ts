@@ -1,5 +1,5 @@
 import type { RouterRoute } from "hono/types";
-import { z } from "zod";
+import * as z from "zod";
 import { refuseCrossSite, requireAuth } from "../auth/session";
 import { BOOKMARK_HEADER, BOOKMARK_PATTERN } from "../db/bookmark";
 import { Messages } from "../http/errors";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { JsonSchema } from "./types";
 
 /** What the document knows about a zod schema: `id` makes it a named component, `description` documents it. */

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /** `GET /api/v2/openapi.json` itself: only the top-level fields are described. */
 export const OpenApiDocumentSchema = z.looseObject({

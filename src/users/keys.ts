@@ -1,6 +1,6 @@
 import { and, count, desc, eq, ne } from "drizzle-orm";
 import { Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { auditInsert } from "../audit/log";
 import { commitAccountChanges, endKeys } from "../auth/account-changes";
 import { clearSessionCookie } from "../auth/cookies";

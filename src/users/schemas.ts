@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ASSIGNABLE_SITE_ROLES } from "../authz/roles";
 import { TOKEN_LIFETIME_CEILING_MS } from "../config/schema";
 import { uuid } from "../http/ids";

@@ -1,5 +1,5 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
-import type { z } from "zod";
+import type * as z from "zod";
 import { AuthMessages } from "../auth/messages";
 import { checkPasswordPolicy } from "../auth/passwords/policy";
 import { isSiteRole, SITE_ROLES } from "../authz/roles";

@@ -1,6 +1,6 @@
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { app } from "../../src/app";
 import { LoginWithPasswordResponse, loginBody, ValidateUserPasswordResponse } from "../../src/auth/schemas";
 import { ExternalAPIKeyScopes } from "../../src/authz/schemas";

@@ -3,7 +3,7 @@ import { ZxcvbnFactory } from "@zxcvbn-ts/core";
 import adjacencyGraphs from "@zxcvbn-ts/language-common/dist/adjacencyGraphs.json.mjs";
 import commonPasswords from "@zxcvbn-ts/language-common/dist/passwords.json.mjs";
 import translations from "@zxcvbn-ts/language-en/dist/translations.mjs";
-import type { z } from "zod";
+import type * as z from "zod";
 import { AuthMessages } from "../messages";
 import type { ValidateUserPasswordResponse } from "../schemas";
 
