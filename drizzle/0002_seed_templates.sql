@@ -1,4 +1,4 @@
--- The notification template catalogue of SPEC §6. Ids are stable: the first nine are Coder's, so users'
+-- The notification template catalogue (docs/api.md, "Templates"). Ids are stable: the first nine are Coder's, so users'
 -- preferences carry over; the two security notices have fixed ids of their own.
 
 INSERT INTO notification_templates (id, name, title_template, body_template, actions, "group", method, kind, enabled_by_default, mandatory, external_only) VALUES ('c425f63e-716a-4bf4-ae24-78348f706c3f', 'Test Notification', 'A test notification', 'Hi {{.UserName}},

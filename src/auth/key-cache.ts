@@ -2,7 +2,8 @@ import type { ApiKeyRow, UserRow } from "../db/schema";
 
 /**
  * What authentication loaded for a key, kept in the isolate for AUTH_CACHE_TTL so a hot path does not pay a D1
- * round trip per request. The secret is still checked against the cached hash on every request.
+ * round trip per request. The secret is still checked on every request: against the secret this isolate last
+ * verified for the key (constant time), else against the stored hash.
  *
  * The trade-off, documented in docs/api.md (Decisions) and docs/configuration.md (AUTH_CACHE_TTL): a revocation (logout, token deletion, suspension, password change…)
  * takes effect at once in the isolate that handled it — it forgets the entries right there — and within

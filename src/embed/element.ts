@@ -1,7 +1,8 @@
 import { type ChangeFrame, type NotificationFrame, type WatchHandle, type WatchStatus, watchInbox } from "../client/watch";
 import type { InboxNotification } from "../inbox/model";
 import { type Credentials, HttpError, listInbox, markAllRead, markRead } from "./api";
-import { bellIcon, checkIcon, fullTime, h, relativeTime, safeHref } from "./dom";
+import { bellIcon, h, relativeTime } from "./dom";
+import { applyChange, itemView, viewKey, visible } from "./list";
 import { stylesheet } from "./styles";
 
 /** docs/embed.md, "Attributes, properties, methods": what the element is doing, also sent as the `herald-status` event. */
@@ -314,24 +315,13 @@ export class HeraldInbox extends HTMLElement {
 
   #changed(frame: ChangeFrame): void {
     if (frame.seq <= this.#listSeq) return;
-    const { change } = frame;
-    const fields: Partial<InboxNotification> = {};
-    if (change.read_at !== undefined) fields.read_at = change.read_at;
-    // Only a change to named ids carries these (mark-all-as-read changes `read_at` alone).
-    const named = "ids" in change ? change : undefined;
-    if (named?.archived_at !== undefined) fields.archived_at = named.archived_at;
-    if (named?.snoozed_until !== undefined) fields.snoozed_until = named.snoozed_until;
-    // `all` (mark-all-as-read) changed every item that was unread: neither read nor snoozed (docs/inbox.md).
-    const ids = "ids" in change ? new Set(change.ids) : undefined;
-    const applies = (item: InboxNotification) => (ids ? ids.has(item.id) : item.read_at === null && item.snoozed_until === null);
-    const unseen = ids !== undefined && [...ids].some((id) => !this.#views.has(id));
-    this.#items = this.#items.map((item) => (applies(item) ? { ...item, ...fields } : item)).filter(visible);
+    const { items, unseen, revealed } = applyChange(this.#items, frame.change, (id) => this.#views.has(id));
+    this.#items = items;
     this.#setUnread(frame.unread_count, true);
     this.#render();
+    // An item this list has not shown came back (unarchived, woken): only the server knows where it goes.
     const settings = this.#settings;
-    if (unseen && (named?.archived_at === null || named?.snoozed_until === null) && settings) {
-      void this.#refresh(this.#generation, settings);
-    }
+    if (unseen && revealed && settings) void this.#refresh(this.#generation, settings);
   }
 
   async #read(id: string): Promise<void> {
@@ -440,7 +430,7 @@ export class HeraldInbox extends HTMLElement {
       const key = viewKey(item);
       let view = this.#views.get(item.id);
       if (!view || this.#viewKeys.get(view) !== key) {
-        const fresh = this.#itemView(item, now);
+        const fresh = itemView(item, { now, server: this.#settings?.server ?? location.origin, read: (id) => void this.#read(id) });
         this.#viewKeys.set(fresh, key);
         if (view) {
           // The item changed (read): keep the keyboard where it was instead of dropping focus to the page.
@@ -460,59 +450,4 @@ export class HeraldInbox extends HTMLElement {
       if (at !== view) this.#list.insertBefore(view, at ?? null);
     });
   }
-
-  #itemView(item: InboxNotification, now: number): HTMLLIElement {
-    const unread = item.read_at === null;
-    const server = this.#settings?.server ?? location.origin;
-    const links = item.actions.flatMap((action) => {
-      const href = safeHref(action.url, server);
-      return href ? [h("a", { href, part: "action", target: "_blank", rel: "noopener noreferrer" }, action.label || href)] : [];
-    });
-    const markButton =
-      unread &&
-      h(
-        "button",
-        { type: "button", class: "read", part: "mark-read", "aria-label": `Mark as read: ${item.title || item.content}`, title: "Mark as read" },
-        checkIcon(),
-      );
-    const view = h(
-      "li",
-      { class: unread ? "unread" : undefined, part: unread ? "item unread" : "item", tabindex: "-1" },
-      h("span", { class: "dot", "aria-hidden": "true" }),
-      h(
-        "div",
-        { class: "body" },
-        h("p", { class: "title", part: "title", dir: "auto" }, unread && h("span", { class: "sr" }, "Unread: "), item.title),
-        h("p", { class: "content", part: "content", dir: "auto", hidden: item.content === "" }, item.content),
-        h(
-          "p",
-          { class: "meta" },
-          h("time", { datetime: item.created_at, title: fullTime(item.created_at), part: "time" }, relativeTime(item.created_at, now)),
-        ),
-        links.length > 0 && h("p", { class: "actions" }, ...links),
-      ),
-      markButton,
-    );
-    if (unread) {
-      // Clicking the item reads it (as its button does); a link also opens, in a new tab.
-      view.addEventListener("click", (event) => {
-        if (event.composedPath().some((node) => node instanceof HTMLButtonElement && node !== markButton)) return;
-        void this.#read(item.id);
-      });
-      view.addEventListener("keydown", (event) => {
-        if (event.key === "Enter" && event.target === view) void this.#read(item.id);
-      });
-    }
-    return view;
-  }
-}
-
-/** The list leaves archived and snoozed items out by default; a change that archives or snoozes one takes it away. */
-function visible(item: InboxNotification): boolean {
-  return item.archived_at === null && item.snoozed_until === null;
-}
-
-/** What decides an item's view: a new key rebuilds it. */
-function viewKey(item: InboxNotification): string {
-  return JSON.stringify([item.read_at !== null, item.title, item.content, item.created_at, item.actions]);
 }

@@ -62,7 +62,7 @@ export const watchInboxQuery = z.strictObject({
   read_status: readStatus,
   format,
   sync: flag,
-  /** The first tranche's name for `sync`, still accepted. */
+  /** The first name of `sync`, still accepted (docs/api.md, "Watching the inbox"). */
   sync_read_state: flag,
   // Digits only: an empty `after_seq=` must not be read as 0 (a replay of everything).
   after_seq: z

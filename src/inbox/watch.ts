@@ -89,7 +89,7 @@ export function frameFor(sequenced: SequencedEvent, attachment: WatchAttachment,
   return syncs(attachment) ? changeFrame(seq, event.change, unread) : undefined;
 }
 
-/** Sockets opened before `sync` existed carry the first tranche's `syncReadState`. */
+/** Sockets opened before `sync` had its name carry `syncReadState`, its first name (docs/api.md, "Watching the inbox"). */
 function syncs(attachment: WatchAttachment & { syncReadState?: boolean }): boolean {
   return attachment.sync ?? attachment.syncReadState ?? false;
 }

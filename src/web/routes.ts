@@ -34,18 +34,17 @@ function asset(c: Context<AppEnv>, path: string): Promise<Response> {
 }
 
 /**
- * A copy of the asset's answer whose headers Herald can set, starting with the request id every answer carries
- * (the id set by requestIds applies only to answers Hono builds itself).
+ * A copy of the asset's answer whose headers the route can set: the ASSETS binding answers with immutable headers.
+ * The request id and the other headers every answer carries are added by the frame (`requestFrame`,
+ * src/http/middleware.ts).
  */
-function served(c: Context<AppEnv>, res: Response): Response {
-  const copy = new Response(res.body, res);
-  copy.headers.set("X-Request-Id", c.get("requestId"));
-  return copy;
+function served(res: Response): Response {
+  return new Response(res.body, res);
 }
 
 /** The dashboard's one HTML page, under its policy; it shows what the API says about the person who loads it. */
 async function dashboardPage(c: Context<AppEnv>): Promise<Response> {
-  const res = served(c, await asset(c, "/index.html"));
+  const res = served(await asset(c, "/index.html"));
   res.headers.set("Content-Security-Policy", DASHBOARD_CSP);
   // Revalidated on every load, so a deploy's new bundle names are seen at once.
   res.headers.set("Cache-Control", "no-cache");
@@ -103,7 +102,7 @@ export const webRoutes = new Hono<AppEnv>()
       responses: [{ status: 200, description: "The script (JavaScript).", schema: z.string(), contentType: "text/javascript" }],
     }),
     async (c) => {
-      const res = served(c, await asset(c, "/embed/inbox.js"));
+      const res = served(await asset(c, "/embed/inbox.js"));
       const origin = c.req.header("Origin");
       if (origin !== undefined && c.get("config").CORS_ALLOWED_ORIGINS.includes(origin)) {
         res.headers.set("Access-Control-Allow-Origin", origin);
@@ -126,7 +125,7 @@ export async function staticAsset(c: Context<AppEnv>): Promise<Response | undefi
   if (!path.startsWith("/assets/") || (c.req.method !== "GET" && c.req.method !== "HEAD")) return undefined;
   const res = await asset(c, path);
   if (res.status === 404) return undefined;
-  const copy = served(c, res);
+  const copy = served(res);
   if (copy.status === 200) copy.headers.set("Cache-Control", "public, max-age=31536000, immutable");
   return copy;
 }
