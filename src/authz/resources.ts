@@ -3,6 +3,7 @@ import type { Database } from "../db/client";
 import { apiKeys, organizations, users } from "../db/schema";
 import { inSlices } from "../db/slices";
 import type { Env } from "../env";
+import { userInbox } from "../inbox/address";
 import type { ResourceType } from "./catalog";
 
 /** Where a stored object sits for authorization: its owner and organization. */
@@ -49,7 +50,7 @@ const isD1Type = (type: ResourceType): type is D1Type => Object.hasOwn(D1_LOOKUP
  * own notifications (anyone else's answer false, as an unknown id does).
  */
 async function inboxPlacements({ env, callerId }: LookupContext, ids: string[]): Promise<[string, ObjectPlacement][]> {
-  const found = await env.USER_INBOX.get(env.USER_INBOX.idFromName(callerId)).existing(ids);
+  const found = await userInbox(env, callerId).existing(ids);
   return found.map((id) => [`inbox_notification:${id}`, { ownerId: callerId }]);
 }
 

@@ -15,6 +15,7 @@ import {
   users,
 } from "../db/schema";
 import type { BroadcastQueueMessage, Env } from "../env";
+import { userInbox } from "../inbox/address";
 import { derivedUuid, nowIso } from "../lib/crypto";
 import { limiter } from "../lib/limit";
 import { enqueueExternal } from "../notifications/dispatch";
@@ -260,7 +261,7 @@ async function deliverItems(
     [...itemIds].map(([userId, id]) =>
       run(async () => {
         try {
-          await env.USER_INBOX.get(env.USER_INBOX.idFromName(userId)).deliver({
+          await userInbox(env, userId).deliver({
             id,
             userId,
             templateId: template.id,

@@ -1,4 +1,5 @@
 import type { RevocationListener } from "../auth/revocation";
+import { userInbox } from "./address";
 
 /**
  * The inbox's part in a revocation: the user's object closes the watch sockets the ended credentials opened (all of
@@ -7,7 +8,7 @@ import type { RevocationListener } from "../auth/revocation";
  */
 export const closeRevokedWatches: RevocationListener = (revocation, env, background) => {
   if (revocation.kind !== "credentials-ended") return;
-  const inbox = env.USER_INBOX.get(env.USER_INBOX.idFromName(revocation.userId));
+  const inbox = userInbox(env, revocation.userId);
   const keyIds = revocation.keyIds === "all" ? undefined : [...revocation.keyIds];
   if (keyIds?.length === 0) return;
   background.waitUntil(

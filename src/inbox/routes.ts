@@ -6,6 +6,7 @@ import { badRequest, Messages, notFound, validationFailed } from "../http/errors
 import type { AppEnv } from "../http/types";
 import { jsonBody, pathParams, queryParams } from "../http/validate";
 import { describeRoute, NO_BODY, type RouteDoc } from "../openapi/describe";
+import { userInbox } from "./address";
 import { InboxMessages } from "./messages";
 import type { InboxNotification } from "./model";
 import {
@@ -32,7 +33,7 @@ type ListInboxResponse = z.infer<typeof ListInboxNotificationsResponse>;
 
 /** The caller's own inbox object: every inbox route is one round trip to it after authentication. */
 function inboxOf(c: Context<AppEnv>, userId: string = c.get("auth").user.id) {
-  return c.env.USER_INBOX.get(c.env.USER_INBOX.idFromName(userId));
+  return userInbox(c.env, userId);
 }
 
 function assertOwnInbox(c: Context<AppEnv>, action: "read" | "update") {

@@ -3,6 +3,7 @@ import { type Config, getConfig } from "../config/config";
 import { type Database, database } from "../db/client";
 import { type DispatchMethod, type MessageRow, notificationMessages, notificationTemplates, type TemplateRow, users } from "../db/schema";
 import type { Env, NotificationQueueMessage } from "../env";
+import { userInbox } from "../inbox/address";
 import { nowIso } from "../lib/crypto";
 import { sendToInbox } from "./channels/inbox";
 import { sendEmail } from "./channels/smtp";
@@ -134,7 +135,7 @@ export async function dispatchMessage(env: Env, id: string, now = Date.now()): P
  */
 async function stillUnread(env: Env, message: MessageRow): Promise<boolean> {
   try {
-    const inbox = env.USER_INBOX.get(env.USER_INBOX.idFromName(message.userId));
+    const inbox = userInbox(env, message.userId);
     return (await inbox.emailDecision(message.notificationId)).send;
   } catch {
     throw new DeliveryError("the inbox could not say whether the notification was read", true);

@@ -8,6 +8,7 @@ import type { BroadcastQueueMessage, Env } from "../../src/env";
 import type { UserInbox } from "../../src/inbox/user-inbox";
 import { TEMPLATE_IDS } from "../../src/notifications/templates";
 import { call, createUser, expectError, json, owner, type TestUser } from "../helpers";
+import { inbox } from "../inbox/inbox-helpers";
 import { activeCount, broadcast, completed, itemsOf, logRows, progress, uniqueTitle } from "./broadcast-helpers";
 
 // docs/broadcasts.md: audience, exactly-once fan-out, progress, Idempotency-Key.
@@ -26,7 +27,7 @@ async function broadcastRows(): Promise<number> {
 
 /** Broadcast items in a user's inbox object (its per-template count), for users who cannot sign in to list them. */
 async function broadcastItems(userId: string): Promise<number> {
-  const counts = await env.USER_INBOX.get(env.USER_INBOX.idFromName(userId)).counts();
+  const counts = await inbox(userId).counts();
   return counts.by_template.find((t) => t.template_id === TEMPLATE_IDS.broadcast)?.total ?? 0;
 }
 

@@ -5,7 +5,7 @@ import { dispatchMessage, READ_BEFORE_DUE } from "../../src/notifications/dispat
 import { NotificationsMessages } from "../../src/notifications/messages";
 import { TEMPLATE_IDS } from "../../src/notifications/templates";
 import { call, createUser, expectError, json, owner, type TestUser } from "../helpers";
-import { setArchived, setRead } from "../inbox/inbox-helpers";
+import { inbox, setArchived, setRead } from "../inbox/inbox-helpers";
 import { emails } from "../peers";
 import { broadcast, completed, itemsOf, logRows, uniqueTitle } from "./broadcast-helpers";
 
@@ -98,11 +98,11 @@ describe('read-aware e-mail of a broadcast (docs/broadcasts.md, "Read-aware e-ma
     const user = await createUser();
     const { byUser } = await readAwareBroadcast([user]);
     const { item, email } = byUser.get(user.id) ?? { item: "", email: "" };
-    const inbox = env.USER_INBOX.get(env.USER_INBOX.idFromName(user.id));
-    expect(await inbox.emailDecision(item)).toEqual({ send: true });
+    const userInbox = inbox(user.id);
+    expect(await userInbox.emailDecision(item)).toEqual({ send: true });
     expect((await setRead(user.token, item, true)).status).toBe(200);
     // The send that follows (say, a retry after an SMTP failure) gets the first answer.
-    expect(await inbox.emailDecision(item)).toEqual({ send: true });
+    expect(await userInbox.emailDecision(item)).toEqual({ send: true });
     await makeDue([email]);
     expect(await dispatchMessage(env, email)).toBe("sent");
     expect((await mailsTo(user)).length).toBe(1);
@@ -126,7 +126,7 @@ describe('read-aware e-mail of a broadcast (docs/broadcasts.md, "Read-aware e-ma
     for (const user of users) {
       const { item, email } = byUser.get(user.id) ?? { item: "", email: "" };
       const row = await statusOf(email);
-      const decided = await env.USER_INBOX.get(env.USER_INBOX.idFromName(user.id)).emailDecision(item);
+      const decided = await inbox(user.id).emailDecision(item);
       const mails = await mailsTo(user);
       if (decided.send) {
         expect(row?.status, user.username).toBe("sent");

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
+import { userInbox } from "../../src/inbox/address";
 import type { InboxDelivery, InboxNotification } from "../../src/inbox/model";
 import type { BulkAction, ChangedFields } from "../../src/inbox/states";
 import type { InboxCounts } from "../../src/inbox/user-inbox";
@@ -8,8 +9,9 @@ import { BASE, call, json, send } from "../helpers";
 export const TEMPLATE_A = "c425f63e-716a-4bf4-ae24-78348f706c3f";
 export const TEMPLATE_B = "39b1e189-c857-4b0c-877a-511144c18516";
 
+/** The user's inbox object, for a test to call its RPC methods directly. */
 export function inbox(userId: string) {
-  return env.USER_INBOX.get(env.USER_INBOX.idFromName(userId));
+  return userInbox(env, userId);
 }
 
 let clock = Date.parse("2026-01-01T00:00:00.000Z");

@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startHerald } from "./harness";
+import { inboxOf, startHerald } from "./harness";
 
 const CHROMIUM = "/usr/bin/chromium";
 // CI installs Chromium (.ci/run) and sets this, so there the check can never be skipped silently.
@@ -74,7 +74,7 @@ describe.skipIf(!available)("N5 from a real browser on another origin", () => {
     expect(protocol).toBe("herald.v1");
 
     const id = crypto.randomUUID();
-    const inbox = herald.env.USER_INBOX.get(herald.env.USER_INBOX.idFromName(me.id));
+    const inbox = inboxOf(herald.env, me.id);
     await inbox.deliver({
       id,
       userId: me.id,

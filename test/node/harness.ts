@@ -15,6 +15,11 @@ export interface HeraldBindings {
   };
 }
 
+/** The user's inbox object, through the bindings (the Node-side twin of src/inbox/address.ts). */
+export function inboxOf(env: HeraldBindings, userId: string) {
+  return env.USER_INBOX.get(env.USER_INBOX.idFromName(userId));
+}
+
 const root = path.resolve(import.meta.dirname, "../..");
 
 /**

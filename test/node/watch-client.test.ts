@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ChangeFrame, type NotificationFrame, type WatchStatus, type WatchStopReason, watchInbox } from "../../src/client/watch";
-import { startHerald } from "./harness";
+import { inboxOf, startHerald } from "./harness";
 
 /** The browser/Node watch helper against the real Worker on a real port. */
 describe("watchInbox()", () => {
@@ -30,7 +30,7 @@ describe("watchInbox()", () => {
 
   async function deliver(userId: string, title: string, targets: string[] = []) {
     const id = crypto.randomUUID();
-    await herald.env.USER_INBOX.get(herald.env.USER_INBOX.idFromName(userId)).deliver({
+    await inboxOf(herald.env, userId).deliver({
       id,
       userId,
       templateId: "c425f63e-716a-4bf4-ae24-78348f706c3f",

@@ -1,8 +1,9 @@
+import { userInbox } from "../../inbox/address";
 import type { DeliveryContext } from "./types";
 
 /** Into the user's inbox object; idempotent there on the notification id, so a retry never duplicates. */
 export async function sendToInbox({ env, message, template, rendered }: DeliveryContext): Promise<void> {
-  const inbox = env.USER_INBOX.get(env.USER_INBOX.idFromName(message.userId));
+  const inbox = userInbox(env, message.userId);
   await inbox.deliver({
     id: message.notificationId,
     userId: message.userId,
