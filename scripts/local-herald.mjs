@@ -156,7 +156,10 @@ export async function startLocalHerald({ port, settings, label = "herald", timeo
       throw new Error(`npm start's machinery exited early:\n${output.slice(-3000)}`);
     }
     try {
-      if ((await fetch(`${url}/healthz`)).ok) break;
+      const res = await fetch(`${url}/healthz`);
+      // Read, so the connection is let go: an unread body holds it open.
+      await res.arrayBuffer();
+      if (res.ok) break;
     } catch {
       // not listening yet
     }

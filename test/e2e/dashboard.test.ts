@@ -135,6 +135,7 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (docs/dashboard.md
     // The API agrees: the owner exists.
     const first = await fetch(`${herald.url}/api/v2/users/first`);
     expect(first.status).toBe(200);
+    await first.arrayBuffer();
   });
 
   it("sign-out and sign-in with a password, from the keyboard alone", async () => {

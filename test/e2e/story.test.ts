@@ -173,7 +173,9 @@ describe("every endpoint over real HTTP", () => {
     const ownerToken = await login("owner@e2e.test", "copper-meadow-lantern-81");
     const owner = createHeraldClient({ baseUrl: herald.url, token: ownerToken });
 
-    expect((await fetch(`${herald.url}/healthz`)).status).toBe(200);
+    const health = await fetch(`${herald.url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.text()).toBe("OK");
     const spec = (await (await fetch(`${herald.url}/api/v2/openapi.json`)).json()) as { openapi: string };
     expect(spec.openapi).toMatch(/^3\.1\./);
 
