@@ -15,8 +15,8 @@ export interface CachedKey {
   orgRoles: Record<string, string[]>;
   loadedAt: number;
   /**
-   * The secret that was last found to match `key.hashedSecret` in this isolate (docs/security.md, "The isolate
-   * cache"). A request presenting the same secret again is compared with it in constant time instead of hashing the
+   * The secret that was last found to match `key.hashedSecret` in this isolate (docs/security.md,
+   * "Trade-offs"). A request presenting the same secret again is compared with it in constant time instead of hashing the
    * secret again: SHA-256 through SubtleCrypto was the largest single cost of authenticating with a warm cache. It
    * lives only in this isolate's memory, for the entry's AUTH_CACHE_TTL at most; D1 keeps only the hash.
    */

@@ -16,7 +16,7 @@ const BOOKMARK_LENGTH = 59;
 
 /**
  * The client's bookmark when it has a bookmark's shape, else undefined: anything else is ignored, never an error
- * (docs/consistency.md, "A malformed bookmark"). The length is compared first, so an oversized header costs nothing.
+ * (docs/consistency.md, "A malformed or hostile bookmark"). The length is compared first, so an oversized header costs nothing.
  */
 export function acceptedBookmark(value: string | null | undefined): string | undefined {
   return value?.length === BOOKMARK_LENGTH && BOOKMARK_SHAPE.test(value) ? value : undefined;

@@ -228,7 +228,7 @@ export const broadcastShards = sqliteTable(
   },
   (t) => [
     primaryKey({ columns: [t.broadcastId, t.shard] }),
-    // The cron's search for chains that stalled (docs/broadcasts.md, "Crashes and redeliveries").
+    // The cron's search for chains that stalled (docs/broadcasts.md, "Exactly once").
     index("broadcast_shards_open").on(t.updatedAt).where(sql`${t.done} = 0`),
   ],
 );

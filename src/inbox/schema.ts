@@ -61,7 +61,7 @@ export const inboxEvents = sqliteTable("inbox_events", {
   seq: integer("seq").primaryKey(),
   /** Epoch ms, for the 7-day retention. */
   at: integer("at").notNull(),
-  /** The event as JSON: `{"notification": …, "wake"?: true}` or `{"change": …}`; see InboxEvent in src/inbox/events.ts. */
+  /** The event as JSON: `{"notification": …, "wake"?: true}` or `{"change": …}`; see InboxEvent in src/inbox/watch.ts. */
   event: text("event").notNull(),
   /** The unread count right after the change, as its frame carries it. */
   unread: integer("unread").notNull(),
