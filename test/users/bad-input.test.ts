@@ -1,7 +1,7 @@
 /**
- * Bad input on the account and authorization endpoints (docs/api.md, "Sign-in, accounts and authorization"; the
- * notification-era endpoints are in test/notifications/bad-input.test.ts, on the same harness:
- * test/fixtures/bad-input.ts and test/fixtures/stored-state.ts). Every endpoint gets property-based junk — malformed
+ * Bad input on the account and authorization endpoints (docs/api.md, "Sign-in, accounts and authorization"; the other
+ * features' suites are in their own folders, on the same harness: test/fixtures/bad-input.ts and
+ * test/fixtures/stored-state.ts). Every endpoint gets property-based junk — malformed
  * JSON, wrong JSON types, missing fields, huge and unicode values, hostile path segments, query strings and
  * credentials — and must answer a 4xx in the error shape (docs/api.md, Conventions) without changing the account
  * tables (docs/testing.md, "Bad input and permissions, in depth").
