@@ -1,20 +1,16 @@
 /**
- * Bad input on the account and authorization endpoints (docs/api.md, "Sign-in, accounts and authorization"; the
- * notification-era endpoints are in test/notifications/bad-input.test.ts, on the same harness:
- * test/fixtures/bad-input.ts and test/fixtures/stored-state.ts). Every endpoint gets property-based junk — malformed
- * JSON, wrong JSON types, missing fields, huge and unicode values, hostile path segments, query strings and
- * credentials — and must answer a 4xx in the error shape (docs/api.md, Conventions) without changing the account
- * tables (docs/testing.md, "Bad input and permissions, in depth").
+ * Bad input on the account endpoints: the first user, accounts, roles, status, passwords, API tokens and login
+ * sessions (docs/api.md: Sign-in, accounts and authorization, Searching users, Bootstrapping the first user). Every
+ * endpoint gets property-based junk — malformed JSON, wrong JSON types, missing fields, huge and unicode values,
+ * hostile path segments, query strings and credentials — and must answer a 4xx in the error shape (docs/api.md,
+ * Conventions) without changing the account tables. The harness is shared with the other bad-input suites
+ * (test/fixtures/bad-input.ts, test/fixtures/stored-state.ts; docs/testing.md, "Bad input and permissions, in
+ * depth"); sign-in and the authorization endpoints have theirs in test/auth/ and test/authz/.
  *
  * Coverage, by what each endpoint actually reads:
  *
  * | endpoint                               | body | path | query | credentials | > 1 MiB |
  * |----------------------------------------|------|------|-------|-------------|---------|
- * | GET /auth/scopes                       |      |      | yes   | (public)    |         |
- * | POST /authcheck                        | yes  |      |       | yes         | yes     |
- * | POST /users/login                      | yes  |      |       | (public)    | yes     |
- * | POST /users/logout                     |      |      |       | yes, Origin | yes     |
- * | POST /users/validate-password          | yes  |      |       | yes         | yes     |
  * | GET /users/first, POST /users/first    | yes  |      | yes   | (public)    | yes     |
  * | POST /users, GET /users                | yes  |      | yes   | yes         | yes     |
  * | GET, DELETE /users/{user}              |      | yes  | yes   | yes         | yes     |
@@ -25,9 +21,9 @@
  * | DELETE /users/{user}/keys/{id}         |      | yes  |       | yes         | yes     |
  * | GET, DELETE /users/{user}/keys/sessions |     | yes  | yes   | yes         | yes     |
  *
- * Endpoints that take no input of a kind (GET /auth/scopes has no body, logout ignores its body) are fuzzed on what
- * they do read; a few "hostile but valid" properties at the end check that odd-yet-legal values are answered
- * normally (2xx, never 5xx) instead of being mistaken for attacks.
+ * Endpoints that take no input of a kind (the status actions have no body) are fuzzed on what they do read; a few
+ * "hostile but valid" properties at the end check that odd-yet-legal search texts are answered normally (2xx, never
+ * 5xx) instead of being mistaken for attacks.
  *
  * State is fingerprinted from the account tables only: account changes made while arranging fixtures enqueue
  * notices in the background, so notification tables change on their own here (test/fixtures/stored-state.ts).
@@ -37,13 +33,12 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { EXTERNAL_SCOPES } from "../../src/authz/catalog";
 import { UserMessages } from "../../src/users/messages";
 import { parseUserSearch } from "../../src/users/search";
-import { anyText, badEmail, codePoints, invalidBodies, malformedJson, notA, textLongerThan, textWithin } from "../fixtures/arbitraries";
+import { anyText, badBoundedString, badEmail, invalidBodies, malformedJson, notA, textLongerThan, textWithin } from "../fixtures/arbitraries";
 import {
   BAD_JSON,
   type BodyEndpoint,
   badCredentials,
   type EndpointCall,
-  foreignOrigin,
   hostileSegment,
   jsonBodyProperties,
   knownUserRefs,
@@ -53,6 +48,7 @@ import {
   query,
   queryIgnored,
   queryText,
+  ACCOUNT_RUNS as RUNS,
   rawPaths,
   rawQuery,
   repeatedKey,
@@ -60,6 +56,7 @@ import {
   segmentsNamingNobody,
   unknownKey,
   VALIDATION_FAILED,
+  wrongWriteMethods,
 } from "../fixtures/bad-input";
 import { assertErrorShape, expectRejected } from "../fixtures/error-shape";
 import { stateChecks } from "../fixtures/stored-state";
@@ -75,10 +72,6 @@ const TOKEN_MAX_LIFETIME_S = 720 * 60 * 60;
 // ---------------------------------------------------------------------------------------------------------------
 // Arbitraries
 // ---------------------------------------------------------------------------------------------------------------
-
-/** Values a `z.string().min(min).max(max)` rejects. */
-const badBoundedString = (min: number, max: number) =>
-  min > 0 ? fc.oneof(notA("string"), textLongerThan(max), fc.constant("")) : fc.oneof(notA("string"), textLongerThan(max));
 
 /** Values an enum of strings rejects. */
 const notOneOf = (values: readonly string[]) =>
@@ -124,31 +117,6 @@ const badRoles = fc.oneof(
   fc.array(fc.constantFrom(...SITE_ROLES), { minLength: 11, maxLength: 40 }),
 );
 
-const GOOD_CHECK = { action: "read", object: { resource_type: "user", owner_id: "me" } };
-const checkKey = fc.string({ unit: "binary", maxLength: 20 });
-const badCheck = fc.oneof(
-  notA("object"),
-  fc.constant({ object: GOOD_CHECK.object }),
-  fc.constant({ action: "read" }),
-  badBoundedString(1, 64).map((action) => ({ ...GOOD_CHECK, action })),
-  notA("object").map((object) => ({ action: "read", object })),
-  fc.constant({ action: "read", object: {} }),
-  badBoundedString(1, 64).map((resource_type) => ({ action: "read", object: { resource_type } })),
-  fc
-    .tuple(fc.constantFrom("owner_id", "organization_id", "resource_id"), badBoundedString(0, 64))
-    .map(([field, value]) => ({ action: "read", object: { resource_type: "user", [field]: value } })),
-  notA("boolean").map((any_org) => ({ action: "read", object: { resource_type: "user", any_org } })),
-);
-/** `checks` values POST /authcheck must reject: wrong type, one bad check among good ones, over 100 checks, over-long keys. */
-const badChecks = fc.oneof(
-  notA("object"),
-  fc
-    .tuple(fc.dictionary(checkKey, fc.constant(GOOD_CHECK), { maxKeys: 4 }), checkKey, badCheck)
-    .map(([good, key, bad]) => Object.fromEntries([...Object.entries(good), [key, bad]])),
-  fc.integer({ min: 101, max: 300 }).map((n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`c${i}`, GOOD_CHECK]))),
-  fc.integer({ min: 257, max: 10_000 }).map((n) => ({ ["k".repeat(n)]: GOOD_CHECK })),
-);
-
 // ---------------------------------------------------------------------------------------------------------------
 // Fixtures and endpoint tables
 // ---------------------------------------------------------------------------------------------------------------
@@ -167,34 +135,6 @@ interface Fixtures {
 let fx: Fixtures;
 
 const BODY_ENDPOINTS: readonly BodyEndpoint[] = [
-  {
-    name: "POST /authcheck",
-    method: "POST",
-    path: () => "/authcheck",
-    token: () => fx.member.token,
-    base: () => ({ checks: { own: GOOD_CHECK } }),
-    bad: { checks: badChecks },
-    required: ["checks"],
-  },
-  {
-    name: "POST /users/login",
-    method: "POST",
-    path: () => "/users/login",
-    token: () => undefined,
-    // A real account with a wrong password: if validation let a corrupted body through, it would still be a 401.
-    base: () => ({ email: fx.member.email, password: "not-the-password" }),
-    bad: { email: badEmail, password: fc.oneof(notA("string"), textLongerThan(1024)) },
-    required: ["email", "password"],
-  },
-  {
-    name: "POST /users/validate-password",
-    method: "POST",
-    path: () => "/users/validate-password",
-    token: () => fx.member.token,
-    base: () => ({ password: STRONG_PASSWORD }),
-    bad: { password: fc.oneof(notA("string"), textLongerThan(4096)) },
-    required: ["password"],
-  },
   {
     name: "POST /users/first",
     method: "POST",
@@ -259,17 +199,6 @@ const BODY_ENDPOINTS: readonly BodyEndpoint[] = [
 
 /** Every endpoint, with a request that would succeed (given the fixtures) but for the one thing a test breaks. */
 const ENDPOINTS: readonly EndpointCall[] = [
-  { name: "GET /auth/scopes", method: "GET", path: () => "/auth/scopes", as: "public" },
-  { name: "POST /authcheck", method: "POST", path: () => "/authcheck", body: () => ({ checks: { own: GOOD_CHECK } }), as: "owner" },
-  {
-    name: "POST /users/login",
-    method: "POST",
-    path: () => "/users/login",
-    body: () => ({ email: fx.member.email, password: fx.member.password }),
-    as: "public",
-  },
-  { name: "POST /users/logout", method: "POST", path: () => "/users/logout", as: "owner" },
-  { name: "POST /users/validate-password", method: "POST", path: () => "/users/validate-password", body: () => ({ password: "x" }), as: "owner" },
   { name: "GET /users/first", method: "GET", path: () => "/users/first", as: "public" },
   {
     name: "POST /users/first",
@@ -310,8 +239,6 @@ const ENDPOINTS: readonly EndpointCall[] = [
   { name: "GET /users/{user}/keys/sessions", method: "GET", path: () => `/users/${fx.target.id}/keys/sessions`, as: "owner" },
   { name: "DELETE /users/{user}/keys/sessions", method: "DELETE", path: () => `/users/${fx.target.id}/keys/sessions`, as: "owner" },
 ];
-
-const RUNS = { few: 20, some: 30, many: 50 } as const;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Before the first user exists (this file has its own empty D1, so this must run before anything bootstraps)
@@ -398,18 +325,6 @@ describe("bad input on every endpoint", () => {
       checks,
       RUNS.few,
     );
-
-    it("POST /users/logout by cookie from a foreign or missing Origin → 403, the session survives", async () => {
-      await fc.assert(
-        fc.asyncProperty(foreignOrigin, async (o) => {
-          const headers: Record<string, string> = { Cookie: `service_session_token=${fx.member.token}` };
-          if (o) headers.Origin = o;
-          await rejectedWithoutChange(() => call("POST", "/users/logout", { headers }), { status: 403 });
-        }),
-        { numRuns: RUNS.few },
-      );
-      expect((await call("GET", "/users/me", { token: fx.member.token })).status).toBe(200);
-    });
   });
 
   describe("path parameters", () => {
@@ -533,7 +448,6 @@ describe("bad input on every endpoint", () => {
 
     queryIgnored(
       () => [
-        { path: "/auth/scopes", token: undefined },
         { path: "/users/first", token: undefined },
         { path: `/users/${fx.target.id}`, token: fx.admin.token },
         { path: "/users/me/keys/tokens", token: fx.member.token },
@@ -544,123 +458,19 @@ describe("bad input on every endpoint", () => {
   });
 
   describe("wrong methods", () => {
-    it("junk sent with a method a path does not serve → 405 with Allow", async () => {
-      const PATHS = [
-        "/auth/scopes",
-        "/authcheck",
-        "/users/login",
-        "/users/logout",
-        "/users/validate-password",
-        "/users/first",
-        `/users/${fx.target.id}/roles`,
-        `/users/${fx.target.id}/keys/${fx.targetKeyId}`,
-      ];
-      // DELETE /users/<word> is not a wrong method: it is DELETE /users/{user} for a user named <word> (a 404).
-      const served: Record<string, readonly string[]> = {
-        "/auth/scopes": ["GET"],
-        "/authcheck": ["POST"],
-        "/users/login": ["POST", "DELETE"],
-        "/users/logout": ["POST", "DELETE"],
-        "/users/validate-password": ["POST", "DELETE"],
+    // DELETE /users/<word> is not a wrong method: it is DELETE /users/{user} for a user named <word> (a 404).
+    wrongWriteMethods(
+      () => ({
         "/users/first": ["GET", "POST", "DELETE"],
         [`/users/${fx.target.id}/roles`]: ["PUT"],
         [`/users/${fx.target.id}/keys/${fx.targetKeyId}`]: ["DELETE"],
-      };
-      await fc.assert(
-        fc.asyncProperty(fc.constantFrom(...PATHS), fc.constantFrom("POST", "PUT", "PATCH", "DELETE"), anyText, async (path, method, junk) => {
-          fc.pre(!served[path]?.includes(method));
-          const res = await call(method, path, { token: fx.admin.token, raw: junk });
-          expect(res.headers.get("Allow")).toBeTruthy();
-          await expectRejected(res, { status: 405 });
-        }),
-        { numRuns: RUNS.some },
-      );
-    });
+      }),
+      () => fx.admin.token,
+      RUNS.some,
+    );
   });
 
   describe("hostile but legal values are answered normally", () => {
-    it("POST /users/login: any e-mail and password that are not an account's → 401 (or 429), nothing written", async () => {
-      const email = fc.oneof(fc.emailAddress(), fc.constant(fx.member.email), fc.constant(fx.member.email.toUpperCase()));
-      await fc.assert(
-        fc.asyncProperty(email, textWithin(0, 1024), async (e, password) => {
-          fc.pre(password !== fx.member.password);
-          // fast-check's RFC 5322 addresses include forms zod's e-mail rule refuses: those are a 400.
-          await rejectedWithoutChange(() => call("POST", "/users/login", { body: { email: e, password } }), { status: [400, 401, 429] });
-        }),
-        { numRuns: RUNS.few },
-      );
-    });
-
-    it("POST /users/validate-password: any string → 200 {valid, details} up to the 4096 limit, 400 beyond", async () => {
-      // validate-password allows 10 checks a minute per user (docs/security.md): a fresh user every 9 runs.
-      let used = 0;
-      let token = fx.member.token;
-      const nextToken = async () => {
-        if (++used % 9 === 0) token = (await createUser()).token;
-        return token;
-      };
-      await fc.assert(
-        fc.asyncProperty(anyText, async (password) => {
-          const caller = await nextToken();
-          const res = await answeredWithoutChange(() => call("POST", "/users/validate-password", { token: caller, body: { password } }));
-          if (codePoints(password) > 4096) {
-            await expectRejected(res, { status: 400, message: VALIDATION_FAILED });
-            return;
-          }
-          expect(res.status).toBe(200);
-          const result = await json<{ valid: unknown; details: unknown }>(res);
-          expect(result.valid).toBeTypeOf("boolean");
-          expect(result.details).toBeTypeOf("string");
-          expect(result.valid, "details is empty exactly when valid").toBe(result.details === "");
-          if (result.valid) expect([...password.normalize("NFKC")].length).toBeGreaterThanOrEqual(8);
-        }),
-        { numRuns: RUNS.many },
-      );
-    });
-
-    it("POST /authcheck: odd keys, actions, types and ids → 200 with one boolean per check", async () => {
-      const id = fc.oneof(textWithin(0, 64), fc.uuid(), fc.constant("me"), fc.constant(fx.member.id));
-      const check = fc.record(
-        {
-          action: fc.oneof(textWithin(1, 64), fc.constantFrom("read", "update", "delete", "create", "assign")),
-          object: fc.record(
-            {
-              resource_type: fc.oneof(textWithin(1, 64), fc.constantFrom("user", "api_key", "organization", "*", "system")),
-              owner_id: id,
-              organization_id: id,
-              resource_id: id,
-              any_org: fc.boolean(),
-            },
-            { requiredKeys: ["resource_type"] },
-          ),
-        },
-        { noNullPrototype: true },
-      );
-      // "__proto__" is excluded here only because it has its own (currently failing) test below.
-      const key = textWithin(0, 256).filter((k) => k !== "__proto__");
-      await fc.assert(
-        fc.asyncProperty(fc.dictionary(key, check, { maxKeys: 100, noNullPrototype: true }), async (checks) => {
-          const res = await answeredWithoutChange(() => call("POST", "/authcheck", { token: fx.member.token, body: { checks } }));
-          expect(res.status).toBe(200);
-          const result = await json<Record<string, unknown>>(res);
-          expect(Object.keys(result).sort()).toEqual(Object.keys(checks).sort());
-          for (const value of Object.values(result)) expect(value).toBeTypeOf("boolean");
-        }),
-        { numRuns: RUNS.some },
-      );
-    });
-
-    it("POST /authcheck: check keys named like Object.prototype members come back like any other key", async () => {
-      // POST /authcheck answers 200 {"<key>": bool, ...}: one answer per check, whatever the client named it (docs/api.md, Authorization checks).
-      const names = ["__proto__", "constructor", "toString", "hasOwnProperty", "valueOf"];
-      const raw = `{"checks": {${names.map((n) => `"${n}": {"action": "read", "object": {"resource_type": "user", "owner_id": "me"}}`).join(", ")}}}`;
-      const res = await answeredWithoutChange(() => call("POST", "/authcheck", { token: fx.member.token, raw }));
-      expect(res.status).toBe(200);
-      const result = JSON.parse(await res.text()) as Record<string, unknown>;
-      expect(Object.keys(result).sort()).toEqual([...names].sort());
-      expect(Object.values(result)).toEqual(names.map(() => true));
-    });
-
     it("GET /users?q=: any search text ≤ 256 → 200 with only matching users, or 400 naming q (Coder's search syntax); members still see only themselves", async () => {
       // Up to the full 256 code points (small and large alike). NUL is left to its own test below.
       const searchText = fc.oneof(
