@@ -8,6 +8,21 @@ import { coderHash } from "../fixtures/coder-hash";
 const STRONG = "mellow orbit cactus lantern";
 
 describe("hashPassword / verifyPassword", () => {
+  it("a stored hash asking for more than the caps (64 MiB, 16 passes, 8 lanes) is refused unread, never computed (docs/asvs.md, 1.4.2)", async () => {
+    const stored = await hashPassword(STRONG);
+    for (const [from, to] of [
+      ["m=19456", "m=4194304"],
+      ["t=2", "t=4000"],
+      ["p=1", "p=255"],
+    ] as const) {
+      const inflated = stored.replace(from, to);
+      expect(inflated).not.toBe(stored);
+      // The right password: only the refused parameters stand between it and a match.
+      expect(await verifyPassword(inflated, STRONG)).toEqual({ valid: false, needsRehash: false });
+    }
+    expect(await verifyPassword(stored, STRONG)).toMatchObject({ valid: true });
+  });
+
   it("produces an argon2id PHC string with the current parameters and a fresh salt", async () => {
     const { memoryCost, timeCost, parallelism } = CURRENT_ARGON2_PARAMS;
     expect({ memoryCost, timeCost, parallelism }).toEqual({ memoryCost: 19_456, timeCost: 2, parallelism: 1 });

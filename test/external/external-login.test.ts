@@ -1,4 +1,4 @@
-// Issue 5: external sign-in (OIDC and GitHub) and A7 convert-login, shown end to end.
+// External sign-in (OIDC and GitHub) and A7 convert-login, end to end (docs/api.md, "External sign-in").
 //
 // Every flow is a real browser walk: Herald's own URLs (ACCESS_URL http://localhost:8787) go to the Worker through
 // `send` (or `fetchApp` with a modified env where a test needs other configuration); the provider

@@ -1,50 +1,52 @@
 // Workerd-side helpers for the OAuth peers started by test/peers/global-setup.ts: the OpenID Provider
 // (env.OIDC_ISSUER_URL) and the GitHub stand-in (env.GITHUB_WEB_URL / env.GITHUB_API_URL).
 //
-// Scripting goes through the peers' control API at env.PEER_URL. A "browser" is a CookieJar plus followRedirects():
+// A "browser" is a CookieJar plus followRedirects():
 // the peers need no forms or JavaScript, so walking the redirect chain with the cookies they set is a complete user
 // agent for them. The chain stops before Herald's own callback, which the test hands to the Worker itself (through
 // `exports.default.fetch`), because fetch() from here cannot reach the Worker under test at ACCESS_URL.
 //
-// The scripted login is shared by every test file of a run, as is POST /control/reset (resetPeers() in test/peers.ts,
-// which also clears it): give every test its own sub/id and e-mail, and script right before the flow it drives.
-import { env } from "cloudflare:workers";
-import type { GithubAccount, GithubScriptedError } from "../peers/github";
-import type { OidcAccount, OidcScriptedError } from "../peers/oidc";
+// Who signs in, and which error ends an authorization, is scripted in this module (one copy per test file) and sent by
+// followRedirects() with every request to a peer (test/peers/flow-script.ts): test files that run at the same time
+// never take each other's login or error. A scripted login holds until changed; a scripted error, for one flow.
+import { FLOW_SCRIPT_HEADER, type FlowScript } from "../peers/flow-script";
+import type { GithubAccount } from "../peers/github";
+import type { OidcAccount } from "../peers/oidc";
 
 export type { GithubAccount } from "../peers/github";
 export type { OidcAccount } from "../peers/oidc";
 
-async function control(path: string, body: unknown): Promise<void> {
-  const res = await fetch(`${env.PEER_URL}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  if (!res.ok) throw new Error(`peer control POST ${path} failed: ${res.status} ${await res.text()}`);
-  await res.body?.cancel();
+/** This file's script for the peers: what the next flows walked by followRedirects() carry. */
+const script: Required<FlowScript> = { oidc: {}, github: {} };
+
+/** The OpenID Provider signs this file's next logins in as `account` (until changed). */
+export function oidcNextLogin(account: OidcAccount): void {
+  script.oidc.login = account;
 }
 
-/** The OpenID Provider signs the next logins in as `account` (until changed or reset). */
-export async function oidcNextLogin(account: OidcAccount): Promise<void> {
-  await control("/control/oidc/next-login", account);
+/** This file's next OIDC authorization ends with redirect_uri?error=<error>&state=… instead of a code (once). */
+export function oidcNextError(error: string, description?: string): void {
+  script.oidc.error = description === undefined ? { error } : { error, error_description: description };
 }
 
-/** The next OIDC authorization ends with redirect_uri?error=<error>&state=… instead of a code (once). */
-export async function oidcNextError(error: string, description?: string): Promise<void> {
-  const body: OidcScriptedError = description === undefined ? { error } : { error, error_description: description };
-  await control("/control/oidc/error", body);
+/** The GitHub stand-in signs this file's next authorizations in as `user` (until changed). */
+export function githubNextLogin(user: GithubAccount): void {
+  script.github.login = user;
 }
 
-/** The GitHub stand-in signs the next authorizations in as `user` (until changed or reset). */
-export async function githubNextLogin(user: GithubAccount): Promise<void> {
-  await control("/control/github/next-login", user);
+/** This file's next GitHub authorize redirects back with ?error=<error>&error_description=…&state=… (once). */
+export function githubNextError(error: string, description?: string): void {
+  script.github.error = description === undefined ? { error } : { error, error_description: description };
 }
 
-/** The next GitHub authorize redirects back with ?error=<error>&error_description=…&state=… (once). */
-export async function githubNextError(error: string, description?: string): Promise<void> {
-  const body: GithubScriptedError = description === undefined ? { error } : { error, error_description: description };
-  await control("/control/github/error", body);
+/** The script one flow carries, as the header's base64url JSON; a scripted error is used up by it. */
+function takeFlowScript(): string {
+  const json = JSON.stringify(script);
+  delete script.oidc.error;
+  delete script.github.error;
+  let binary = "";
+  for (const byte of new TextEncoder().encode(json)) binary += String.fromCharCode(byte);
+  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 interface StoredCookie {
@@ -175,6 +177,7 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
  */
 export async function followRedirects(startUrl: string | URL, jar: CookieJar, options: FollowOptions): Promise<RedirectChain> {
   const maxHops = options.maxHops ?? 20;
+  const flowScript = takeFlowScript();
   const hops: Hop[] = [];
   let url = new URL(startUrl);
   for (;;) {
@@ -183,7 +186,9 @@ export async function followRedirects(startUrl: string | URL, jar: CookieJar, op
       throw new Error(`followRedirects: more than ${maxHops} requests:\n${hops.map((h) => `${h.status} ${h.url}`).join("\n")}`);
     }
     const cookie = jar.header(url);
-    const res = await fetch(url, { redirect: "manual", headers: cookie === undefined ? {} : { cookie } });
+    const headers: Record<string, string> = { [FLOW_SCRIPT_HEADER]: flowScript };
+    if (cookie !== undefined) headers.cookie = cookie;
+    const res = await fetch(url, { redirect: "manual", headers });
     const setCookies = jar.absorb(url, res);
     const locationHeader = res.headers.get("location");
     const location = REDIRECTS.has(res.status) && locationHeader !== null ? new URL(locationHeader, url).href : null;

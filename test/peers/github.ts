@@ -6,6 +6,7 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { flowScriptOf } from "./flow-script";
 
 export interface GithubEmail {
   email: string;
@@ -157,7 +158,7 @@ export class GithubPeer {
     const route = `${req.method ?? "GET"} ${url.pathname.replace(/\/$/, "")}`;
     switch (route) {
       case "GET /login/oauth/authorize":
-        return this.authorize(url, res);
+        return this.authorize(req, url, res);
       case "POST /login/oauth/access_token":
         return this.accessToken(req, url, body, res);
       case "GET /api/user":
@@ -177,7 +178,9 @@ export class GithubPeer {
   }
 
   /** GET /login/oauth/authorize: redirects back at once, as if the user had already approved the app. */
-  private authorize(url: URL, res: ServerResponse): void {
+  private authorize(req: IncomingMessage, url: URL, res: ServerResponse): void {
+    // A test's browser carries its own script; only a flow without one (a real browser) uses the peer's.
+    const flow = flowScriptOf(req)?.github;
     const params = url.searchParams;
     if (params.get("client_id") !== GITHUB_CLIENT_ID) {
       // github.com shows its HTML 404 page for an unknown client_id: nothing goes back to the app.
@@ -207,9 +210,9 @@ export class GithubPeer {
     }
     const redirectUri = requested ?? GITHUB_CALLBACK_URL;
 
-    const scripted = this.nextError;
+    const scripted = flow ? flow.error : this.nextError;
     if (scripted) {
-      this.nextError = undefined;
+      if (!flow) this.nextError = undefined;
       back(redirectUri, {
         error: scripted.error,
         error_description:
@@ -234,7 +237,7 @@ export class GithubPeer {
       clientId: GITHUB_CLIENT_ID,
       redirectUri,
       scopes: splitScopes(params.get("scope") ?? ""),
-      account: this.nextLogin,
+      account: flow ? (flow.login ?? DEFAULT_GITHUB_ACCOUNT) : this.nextLogin,
       codeChallenge,
       expiresAt: Date.now() + CODE_TTL_MS,
     });

@@ -11,6 +11,7 @@ import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import Provider, { type Account, type Adapter, type AdapterPayload, type Configuration, type InteractionResults, type JWK } from "oidc-provider";
+import { flowScriptOf } from "./flow-script";
 
 /** The identity the provider signs in as. Claim names are the OIDC standard ones, so they reach tokens as-is. */
 export interface OidcAccount {
@@ -142,10 +143,12 @@ export class OidcPeer {
   /** Finishes the pending interaction without any UI: scripted error, else login as nextLogin, else full consent. */
   private async interaction(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const interaction = await this.provider.interactionDetails(req, res);
+    // A test's browser carries its own script; only a flow without one (a real browser) uses the peer's.
+    const flow = flowScriptOf(req)?.oidc;
 
-    const scripted = this.nextError;
+    const scripted = flow ? flow.error : this.nextError;
     if (scripted) {
-      this.nextError = undefined;
+      if (!flow) this.nextError = undefined;
       // An `error` result makes the resumed authorization redirect to redirect_uri?error=…&state=….
       const result: InteractionResults = { ...scripted };
       await this.provider.interactionFinished(req, res, result, { mergeWithLastSubmission: false });
@@ -154,7 +157,7 @@ export class OidcPeer {
 
     switch (interaction.prompt.name) {
       case "login": {
-        const account = this.nextLogin;
+        const account = flow ? (flow.login ?? DEFAULT_OIDC_ACCOUNT) : this.nextLogin;
         this.accounts.set(account.sub, account);
         // remember: false keeps the provider session cookie transient; each test's cookie jar is a fresh "browser".
         await this.provider.interactionFinished(req, res, { login: { accountId: account.sub, remember: false } }, { mergeWithLastSubmission: false });
