@@ -25,12 +25,10 @@ import * as fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { anyText, badEmail, codePoints, notA, textLongerThan, textWithin } from "../fixtures/arbitraries";
 import {
+  accountRequestProperties,
   type BodyEndpoint,
-  badCredentials,
   type EndpointCall,
   foreignOrigin,
-  jsonBodyProperties,
-  oversizedBodies,
   ACCOUNT_RUNS as RUNS,
   STRONG_PASSWORD,
   VALIDATION_FAILED,
@@ -94,26 +92,9 @@ const ENDPOINTS: readonly EndpointCall[] = [
   { name: "POST /users/validate-password", method: "POST", path: () => "/users/validate-password", body: () => ({ password: "x" }), as: "owner" },
 ];
 
-describe("JSON bodies", () => {
-  jsonBodyProperties(BODY_ENDPOINTS, checks, { malformed: RUNS.few, notAnObject: RUNS.few, fields: RUNS.many, nesting: 6 });
-});
-
-describe("body size", () => {
-  oversizedBodies(
-    ENDPOINTS.filter((e) => e.method !== "GET"),
-    () => fx,
-    checks,
-  );
-});
+accountRequestProperties(BODY_ENDPOINTS, ENDPOINTS, () => fx, checks);
 
 describe("credentials", () => {
-  badCredentials(
-    ENDPOINTS.filter((e) => e.as !== "public"),
-    () => fx,
-    checks,
-    RUNS.few,
-  );
-
   it("POST /users/logout by cookie from a foreign or missing Origin → 403, the session survives", async () => {
     await fc.assert(
       fc.asyncProperty(foreignOrigin, async (o) => {

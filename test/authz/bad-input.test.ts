@@ -23,11 +23,9 @@ import * as fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { badBoundedString, notA, textWithin } from "../fixtures/arbitraries";
 import {
+  accountRequestProperties,
   type BodyEndpoint,
-  badCredentials,
   type EndpointCall,
-  jsonBodyProperties,
-  oversizedBodies,
   queryIgnored,
   ACCOUNT_RUNS as RUNS,
   wrongWriteMethods,
@@ -101,26 +99,7 @@ const ENDPOINTS: readonly EndpointCall[] = [
   { name: "POST /authcheck", method: "POST", path: () => "/authcheck", body: () => ({ checks: { own: GOOD_CHECK } }), as: "owner" },
 ];
 
-describe("JSON bodies", () => {
-  jsonBodyProperties(BODY_ENDPOINTS, checks, { malformed: RUNS.few, notAnObject: RUNS.few, fields: RUNS.many, nesting: 6 });
-});
-
-describe("body size", () => {
-  oversizedBodies(
-    ENDPOINTS.filter((e) => e.method !== "GET"),
-    () => fx,
-    checks,
-  );
-});
-
-describe("credentials", () => {
-  badCredentials(
-    ENDPOINTS.filter((e) => e.as !== "public"),
-    () => fx,
-    checks,
-    RUNS.few,
-  );
-});
+accountRequestProperties(BODY_ENDPOINTS, ENDPOINTS, () => fx, checks);
 
 describe("query strings", () => {
   queryIgnored(() => [{ path: "/auth/scopes", token: undefined }], checks, RUNS.some);

@@ -36,15 +36,13 @@ import { endSessionsQuery, listUsersQuery } from "../../src/users/schemas";
 import { parseUserSearch } from "../../src/users/search";
 import { anyText, badBoundedString, badEmail, invalidBodies, malformedJson, notA, textLongerThan, textWithin } from "../fixtures/arbitraries";
 import {
+  accountRequestProperties,
   BAD_JSON,
   type BodyEndpoint,
-  badCredentials,
   type EndpointCall,
   hostileSegment,
-  jsonBodyProperties,
   knownUserRefs,
   outOfRange,
-  oversizedBodies,
   type PathEndpoint,
   query,
   queryIgnored,
@@ -307,26 +305,7 @@ describe("bad input on every endpoint", () => {
     fx = { admin, member, target, targetKeyId, knownRefs: await knownUserRefs() };
   });
 
-  describe("JSON bodies", () => {
-    jsonBodyProperties(BODY_ENDPOINTS, checks, { malformed: RUNS.few, notAnObject: RUNS.few, fields: RUNS.many, nesting: 6 });
-  });
-
-  describe("body size", () => {
-    oversizedBodies(
-      ENDPOINTS.filter((e) => e.method !== "GET"),
-      () => fx,
-      checks,
-    );
-  });
-
-  describe("credentials", () => {
-    badCredentials(
-      ENDPOINTS.filter((e) => e.as !== "public"),
-      () => fx,
-      checks,
-      RUNS.few,
-    );
-  });
+  accountRequestProperties(BODY_ENDPOINTS, ENDPOINTS, () => fx, checks);
 
   describe("path parameters", () => {
     /** Each request would succeed for the owner with a real segment; the hostile one must make it a 404. */
