@@ -1,6 +1,8 @@
 import * as z from "zod";
 import { described, named } from "../openapi/registry";
 
+/** Sign-in's request and response schemas: password sign-in, validate-password, the sign-in methods (docs/api.md). */
+
 export const loginBody = named("LoginWithPasswordRequest", z.object({ email: z.email().max(320), password: z.string().max(1024) }));
 export const validatePasswordBody = named("ValidateUserPasswordRequest", z.object({ password: z.string().max(4096) }));
 

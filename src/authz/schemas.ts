@@ -2,6 +2,8 @@ import * as z from "zod";
 import { canonicalId } from "../http/ids";
 import { named } from "../openapi/registry";
 
+/** The authorization check's request and response, and the scope catalogue (docs/api.md, "Authorization checks"). */
+
 const MAX_CHECKS = 100;
 
 const authorizationObject = named(

@@ -3,6 +3,8 @@ import { uuid } from "../http/ids";
 import { timestamp } from "../http/schemas";
 import { described, named } from "../openapi/registry";
 
+/** External sign-in's schemas: login conversion and the provider callbacks' query (docs/api.md, "External sign-in"). */
+
 export const convertLoginBody = named("ConvertLoginRequest", z.object({ password: z.string().max(1024), to_type: z.string().max(64) }));
 
 /** The callbacks read their query by hand (they are browser redirects, never validated as a whole): documentation only. */
