@@ -559,17 +559,19 @@ async function main() {
     row("watch_post_p50", "  (POST /notifications/custom answered, p50)", () => lat.watch.post.p50, "ms");
     const resumed = `reconnect with after_seq → ${settings.resumeMissed} missed frames`;
     row("resume_first_p50", `resume: ${resumed}, first frame, p50`, () => lat.resume.firstFrame.p50, "ms");
-    row("resume_first_p95", "  … first frame, p95", () => lat.resume.firstFrame.p95, "ms");
-    row("resume_all_p50", `  … all ${settings.resumeMissed} frames, p50`, () => lat.resume.allFrames.p50, "ms");
+    // The target is the first replayed frame's (docs/benchmarks.md, "Targets"); a resume that loses or reorders an
+    // event misses it whatever its time.
     const resumeOk = lat.resume?.incomplete === 0 && lat.resume?.outOfOrder === 0;
     row(
-      "resume_all_p95",
-      `  … all ${settings.resumeMissed} frames, p95`,
-      () => lat.resume.allFrames.p95,
+      "resume_first_p95",
+      "  … first frame, p95",
+      () => lat.resume.firstFrame.p95,
       "ms",
       "≤ 15 ms",
       (v) => v <= 15 && resumeOk,
     );
+    row("resume_all_p50", `  … all ${settings.resumeMissed} frames, p50`, () => lat.resume.allFrames.p50, "ms");
+    row("resume_all_p95", `  … all ${settings.resumeMissed} frames, p95`, () => lat.resume.allFrames.p95, "ms");
     row("trivial_p50", "trivial Worker request, p50 (sequential)", () => lat.basics.trivial.p50, "ms");
     row("auth_only_p50", "authentication alone (dispatch-methods), p50", () => lat.basics.authOnly.p50, "ms");
     row("probe_d1_p50", "probe: one D1 point read, p50", () => lat.basics.probeD1.p50, "ms");
