@@ -6,4 +6,5 @@ export function startLocalHerald(options: {
   label?: string;
   timeoutMs?: number;
   onSpawn?: (stop: () => Promise<void>) => void;
+  persistTo?: string;
 }): Promise<{ url: string; stop(): Promise<void> }>;

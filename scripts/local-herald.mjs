@@ -98,12 +98,14 @@ function serverNode() {
  * workerd (SIGTERM, then SIGKILL after 10 s) and removes the directory.
  *
  * `onSpawn` receives `stop` as soon as the process exists, so a caller interrupted during start-up can stop it.
+ * `persistTo` names a directory of the caller's instead: its database and inbox objects outlive `stop()`, so a second
+ * start on it is the same Herald restarted (the caller removes it).
  *
- * @param {{ port: number, settings: Record<string, string>, label?: string, timeoutMs?: number, onSpawn?: (stop: () => Promise<void>) => void }} options
+ * @param {{ port: number, settings: Record<string, string>, label?: string, timeoutMs?: number, onSpawn?: (stop: () => Promise<void>) => void, persistTo?: string }} options
  * @returns {Promise<{ url: string, stop(): Promise<void> }>}
  */
-export async function startLocalHerald({ port, settings, label = "herald", timeoutMs = 120_000, onSpawn }) {
-  const persist = mkdtempSync(path.join(tmpdir(), `${label}-`));
+export async function startLocalHerald({ port, settings, label = "herald", timeoutMs = 120_000, onSpawn, persistTo }) {
+  const persist = persistTo ?? mkdtempSync(path.join(tmpdir(), `${label}-`));
   const envFile = path.join(persist, "herald.env");
   writeFileSync(
     envFile,
@@ -144,7 +146,7 @@ export async function startLocalHerald({ port, settings, label = "herald", timeo
       await exited;
       clearTimeout(timer);
     }
-    rmSync(persist, { recursive: true, force: true });
+    if (persistTo === undefined) rmSync(persist, { recursive: true, force: true });
   };
   onSpawn?.(stop);
 

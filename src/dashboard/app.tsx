@@ -1,5 +1,6 @@
 import type { ComponentChildren } from "preact";
-import { useEffect } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
+import type { WatchStatus } from "../client";
 import { AccountPage } from "./account/account";
 import { PreferencesPage } from "./account/preferences";
 import { AdminBroadcastsPage } from "./admin/broadcasts";
@@ -18,6 +19,7 @@ import { SignInPage } from "./signin/sign-in";
 import { Loading } from "./ui/components";
 import { useStore } from "./ui/store";
 import { asTheme, theme } from "./ui/theme";
+import { Unreachable } from "./unreachable";
 
 /** Pages anyone may open without a session. */
 const PUBLIC: readonly Route[] = ["sign-in", "setup", "reset-password"];
@@ -63,7 +65,20 @@ export function App() {
     return stopLive;
   }, [meId]);
 
-  if (state.kind === "loading") return <Loading what="Herald" />;
+  if (state.kind === "loading") {
+    return (
+      <Frame>
+        <Loading what="Herald" />
+      </Frame>
+    );
+  }
+  if (state.kind === "unreachable") {
+    return (
+      <Frame>
+        <Unreachable problem={state.problem} attempt={state.attempt} />
+      </Frame>
+    );
+  }
   if (state.kind === "setup") return <Frame>{<SetupPage />}</Frame>;
   if (state.kind === "signed-out") {
     return <Frame>{route === "reset-password" ? <ResetPasswordPage /> : <SignInPage methods={state.methods} />}</Frame>;
@@ -104,53 +119,80 @@ function useTitleCount(count: number | undefined) {
   });
 }
 
+/** While the watch is down after it was up, every page says so: what it shows may be behind (docs/dashboard.md#live). */
+function OfflineBanner({ status }: { status: WatchStatus }) {
+  if (status !== "reconnecting" && status !== "stopped") return null;
+  return (
+    <div class="offline-banner" role="status" data-testid="offline-banner">
+      Offline — reconnecting. What you see may be out of date; it catches up by itself.
+    </div>
+  );
+}
+
 function Frame({ me, route, children }: { me?: Me; route?: Route | undefined; children: ComponentChildren }) {
   const unread = useStore(unreadCount);
   const status = useStore(connection);
+  // On a narrow screen the navigation folds behind a Menu button; choosing a page folds it again.
+  const [menuOpen, setMenuOpen] = useState(false);
+  useEffect(() => setMenuOpen(false), [route]);
   useTitleCount(me ? unread : undefined);
   return (
     <>
       <a class="skip-link" href="#main">
         Skip to content
       </a>
-      <header class="topbar">
+      <header class={me ? "topbar signed-in" : "topbar"}>
         <a class="brand" href={me ? href("inbox") : href("sign-in")}>
           Herald
         </a>
         {me ? (
-          <nav aria-label="Main">
-            <ul>
-              <NavLink route="inbox" current={route}>
-                Inbox{" "}
-                {unread ? (
-                  <span class="badge" data-testid="unread-badge">
-                    {unread > 99 ? "99+" : unread}
-                    <span class="visually-hidden"> unread</span>
-                  </span>
-                ) : null}
-              </NavLink>
-              {(isAdmin(me) ? [...PAGES, ...ADMIN_PAGES] : PAGES).map(([page, label]) => (
-                <NavLink key={page} route={page} current={route}>
-                  {label}
-                </NavLink>
-              ))}
-            </ul>
-          </nav>
+          <span class={`live live-${status}`} role="status" title="Live updates">
+            {status === "open" ? "Live" : status === "stopped" ? "Offline" : "Connecting…"}
+          </span>
         ) : null}
-        <div class="topbar-end">
+        {me ? (
+          <button
+            type="button"
+            class="menu-toggle button-quiet"
+            aria-expanded={menuOpen}
+            aria-controls="topbar-menu"
+            onClick={() => setMenuOpen(!menuOpen)}
+          >
+            Menu
+          </button>
+        ) : null}
+        <div class={menuOpen ? "topbar-menu is-open" : "topbar-menu"} id="topbar-menu">
           {me ? (
-            <span class={`live live-${status}`} role="status" title="Live updates">
-              {status === "open" ? "Live" : status === "stopped" ? "Offline" : "Connecting…"}
-            </span>
+            <nav aria-label="Main">
+              <ul>
+                <NavLink route="inbox" current={route}>
+                  Inbox{" "}
+                  {unread ? (
+                    <span class="badge" data-testid="unread-badge">
+                      {unread > 99 ? "99+" : unread}
+                      <span class="visually-hidden"> unread</span>
+                    </span>
+                  ) : null}
+                </NavLink>
+                {(isAdmin(me) ? [...PAGES, ...ADMIN_PAGES] : PAGES).map(([page, label]) => (
+                  <NavLink key={page} route={page} current={route}>
+                    {label}
+                  </NavLink>
+                ))}
+              </ul>
+            </nav>
           ) : null}
-          <ThemePicker />
-          {me ? (
-            <button type="button" class="button-quiet" onClick={() => void signOut()}>
-              Sign out
-            </button>
-          ) : null}
+          <div class="topbar-end">
+            <ThemePicker />
+            {me ? (
+              <button type="button" class="button-quiet" onClick={() => void signOut()}>
+                Sign out
+              </button>
+            ) : null}
+          </div>
         </div>
       </header>
+      {me ? <OfflineBanner status={status} /> : null}
       <main id="main" tabIndex={-1}>
         {children}
       </main>

@@ -31,6 +31,29 @@ const ROUTES: readonly Route[] = [
   "admin/broadcasts",
 ];
 
+/**
+ * The paths the seeded notices link to (Coder's, kept so links in e-mails already sent still work) and the page each
+ * opens. A `status:` filter in `?filter=` becomes the users page's status filter.
+ */
+const DEEP_LINKS: Record<string, (query: URLSearchParams) => string> = {
+  "/deployment/notifications": () => href("admin/notifier"),
+  "/deployment/users": (query) => {
+    const status = /(?:^|\s)status:(active|suspended)(?:\s|$)/.exec(query.get("filter") ?? "")?.[1];
+    return status ? `${href("admin/users")}?status=${status}` : href("admin/users");
+  },
+};
+
+/** Opened on one of the notices' paths: the address becomes the dashboard's own (`/#/…`) before the app starts. */
+export function takeDeepLink(): void {
+  const target = DEEP_LINKS[location.pathname];
+  if (target) history.replaceState(null, "", `/${target(new URLSearchParams(location.search))}`);
+}
+
+/** A parameter of the fragment's query (`#/admin/users?status=suspended`). */
+export function routeParam(name: string): string | null {
+  return new URLSearchParams(location.hash.split("?")[1] ?? "").get(name);
+}
+
 /** The page the fragment names; `undefined` for an empty or unknown one. */
 function currentRoute(): Route | undefined {
   const name = location.hash.replace(/^#\/?/, "").split("?")[0] ?? "";

@@ -11,9 +11,9 @@ import { safeHref } from "./links";
  * with their alt text, and refused links keep only their text. Headings become strong paragraphs, since an item's
  * text sits under the item's own title, and tables become one line per row.
  */
-export type RichTag = "p" | "strong" | "em" | "del" | "code" | "pre" | "a" | "ul" | "ol" | "li" | "blockquote" | "br" | "hr";
+type RichTag = "p" | "strong" | "em" | "del" | "code" | "pre" | "a" | "ul" | "ol" | "li" | "blockquote" | "br" | "hr";
 
-export interface RichElement {
+interface RichElement {
   tag: RichTag;
   /** Only on `a`: a URL `safeHref` returned. */
   href?: string;

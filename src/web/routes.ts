@@ -91,6 +91,26 @@ export const webRoutes = new Hono<AppEnv>()
     ),
     dashboardPage,
   )
+  // The links of the administrators' notices (the seeded templates keep Coder's paths) open the matching dashboard
+  // pages; the dashboard maps the path to its own page (src/dashboard/router.ts, `takeDeepLink`).
+  .get(
+    "/deployment/notifications",
+    pageDoc(
+      "deploymentNotificationsPage",
+      "The dashboard, opened on its notifier page",
+      "Where the Test Notification's link points (docs/dashboard.md#pages).",
+    ),
+    dashboardPage,
+  )
+  .get(
+    "/deployment/users",
+    pageDoc(
+      "deploymentUsersPage",
+      "The dashboard, opened on its users page",
+      "Where the account notices' links point. `?filter=status:active` or `status:suspended` opens the page with that status filter (docs/dashboard.md#pages).",
+    ),
+    dashboardPage,
+  )
   .get(
     "/embed/inbox.js",
     describeRoute({

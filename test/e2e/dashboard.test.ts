@@ -187,12 +187,15 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (docs/dashboard.md
     const api = await apiAs(OWNER);
     const first = page.getByTestId("inbox-item").filter({ hasText: "Deploy finished" });
     const id = await first.getAttribute("data-id");
+    // Each row's actions are behind its one menu button (docs/dashboard.md, "The inbox").
+    await first.getByRole("button", { name: /^Actions for/ }).click();
     await first.getByRole("button", { name: "Mark read" }).click();
     await poll(() => first.getAttribute("data-unread")).toBe("false");
     await poll(async () => (await api("GET", "/notifications/inbox/counts")).body.unread).toBe(1);
     await poll(() => page.getByTestId("unread-badge").textContent()).toContain("1");
     const second = page.getByTestId("inbox-item").filter({ hasText: "Backup complete" });
     const secondId = await second.getAttribute("data-id");
+    await second.getByRole("button", { name: /^Actions for/ }).click();
     await second.getByRole("button", { name: "Archive" }).click();
     await poll(async () => (await api("GET", "/notifications/inbox/counts")).body).toMatchObject({ unread: 0, archived: 1 });
     const listed = (await api("GET", "/notifications/inbox?archived=include")).body.notifications as {

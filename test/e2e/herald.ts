@@ -15,7 +15,11 @@ export interface RunningHerald {
  * file of its own (PINNED_VARS, then `vars`, and a fresh SECRET_KEY): with --env-file, wrangler ignores the
  * developer's .dev.vars, so nothing local changes what the suite sees.
  */
-export async function startHerald(port: number, vars: Record<string, string>, options: { unset?: string[] } = {}): Promise<RunningHerald> {
+export async function startHerald(
+  port: number,
+  vars: Record<string, string>,
+  options: { unset?: string[]; persistTo?: string } = {},
+): Promise<RunningHerald> {
   const settings: Record<string, string> = {
     ...PINNED_VARS,
     ACCESS_URL: `http://localhost:${port}`,
@@ -24,5 +28,6 @@ export async function startHerald(port: number, vars: Record<string, string>, op
   };
   // `unset` leaves a variable to npm start's own defaults (e.g. ACCESS_URL following PORT).
   for (const key of options.unset ?? []) delete settings[key];
-  return startLocalHerald({ port, settings, label: "herald-e2e", timeoutMs: 90_000 });
+  // `persistTo` keeps the storage across a stop and a start: the same Herald, restarted (an outage).
+  return startLocalHerald({ port, settings, label: "herald-e2e", timeoutMs: 90_000, ...(options.persistTo ? { persistTo: options.persistTo } : {}) });
 }

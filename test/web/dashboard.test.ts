@@ -3,8 +3,11 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { authMethods } from "../../src/auth/methods";
 import { getConfig } from "../../src/config/config";
+import { database } from "../../src/db/client";
+import { notificationTemplates } from "../../src/db/schema";
 import type { Env } from "../../src/env";
 import { Messages } from "../../src/http/errors";
+import { renderTemplate } from "../../src/notifications/render";
 import { DASHBOARD_CSP } from "../../src/web/routes";
 import { call, createUser, fetchApp, json } from "../helpers";
 
@@ -121,5 +124,35 @@ describe('GET /users/authmethods (docs/api.md, "Endpoints")', () => {
       oidc: { enabled: true, signInText: "Sign in with Acme SSO", iconUrl: "/icon/acme.svg" },
     });
     expect(authMethods(getConfig({ ...env, OIDC_ISSUER_URL: "", OIDC_CLIENT_ID: "" } as Env)).oidc.enabled).toBe(false);
+  });
+});
+
+describe("the links system notices carry (docs/dashboard.md#pages)", () => {
+  it("every action of every system template opens the dashboard's page, not the JSON 404", async () => {
+    const templates = await database(env.DB).select().from(notificationTemplates);
+    const system = templates.filter((template) => template.kind === "system");
+    expect(system.length).toBeGreaterThan(5);
+    const urls = system.flatMap(
+      (template) =>
+        renderTemplate(template, {
+          user: { name: "Ada", username: "ada", email: "ada@herald.test" },
+          // Every label a seeded template names, with a value of its kind.
+          labels: new Proxy({} as Record<string, string>, {
+            get: () => "x1",
+            has: () => true,
+            getOwnPropertyDescriptor: () => ({ value: "x1", enumerable: true, configurable: true }),
+          }),
+          data: {},
+          baseUrl: "http://localhost",
+        }).actions,
+    );
+    expect(urls.length).toBeGreaterThan(5);
+    for (const { label, url } of urls) {
+      expect(url, label).toMatch(/^http:\/\/localhost(\/|$)/);
+      const res = await page(url);
+      expect(res.status, `${label}: ${url}`).toBe(200);
+      expect(res.headers.get("Content-Type"), url).toMatch(/^text\/html/);
+      await res.body?.cancel();
+    }
   });
 });

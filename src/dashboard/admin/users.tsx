@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, call } from "../api";
+import { routeParam } from "../router";
 import { isOwner, type Me } from "../session";
 import { useAction } from "../ui/action";
 import { Empty, Field, Loading, Notice, Page, ProblemAlert, SelectField, Time } from "../ui/components";
@@ -42,7 +43,8 @@ const COLUMNS = ["Username", "Name", "E-mail", "Roles", "Status", "Login type", 
  */
 export function AdminUsersPage({ me }: { me: Me }) {
   const [q, setQ] = useState("");
-  const [status, setStatus] = useState("");
+  // A notice's link may open the page on a status (src/dashboard/router.ts, `takeDeepLink`).
+  const [status, setStatus] = useState(() => routeParam("status") ?? "");
   const [list, setList] = useState<UserList | undefined>(undefined);
   const [editing, setEditing] = useState<string | undefined>(undefined);
   const [notice, setNotice] = useState("");

@@ -1,6 +1,9 @@
 import { useEffect, useRef, useState } from "preact/hooks";
+import { iconPath } from "../../inbox/icons";
+import { safeHref } from "../../markdown/links";
 import { Time } from "../ui/components";
-import { type Item, SNOOZE_CHOICES, type SnoozeChoice, safeUrl } from "./model";
+import { RichText } from "../ui/rich-text";
+import { type Item, SNOOZE_CHOICES, type SnoozeChoice } from "./model";
 
 /** What a person can do to one item; the page runs it against the API. */
 export type ItemStep =
@@ -11,45 +14,101 @@ export type ItemStep =
 
 const untitled = "Untitled notification";
 
+/** An action's URL through the one link policy (src/markdown/links.ts), a path resolved against this origin first. */
+function actionHref(url: string): string | undefined {
+  try {
+    return safeHref(new URL(url, location.origin).href);
+  } catch {
+    return undefined;
+  }
+}
+
+function Icon({ icon }: { icon: string }) {
+  return (
+    <svg class="inbox-icon" viewBox="0 0 24 24" aria-hidden="true" focusable="false">
+      <path d={iconPath(icon)} />
+    </svg>
+  );
+}
+
 /**
- * One notification. Unread is shown in three ways, never by colour alone: a bold title, a marker, and the words
- * "Unread" for screen readers. A snoozed item is not unread (docs/inbox.md, "Item states"), so it offers Unsnooze
- * instead of the read buttons.
+ * One notification, as a compact row (docs/dashboard.md, "The inbox"). Unread is shown in three ways, never by colour
+ * alone: a bold title, a marker, and the words "Unread" for screen readers. The row is the list's one Tab stop
+ * (`active`); its own controls join the Tab order only while it is the active row, so Tab leaves the list after one
+ * item, and the arrow keys move between items. Clicking an unread row, or Enter on it, marks it read. A snoozed item
+ * is not unread (docs/inbox.md, "Item states").
  */
 export function InboxItem({
   item,
   selected,
+  active,
   onSelect,
   onStep,
+  onActivate,
 }: {
   item: Item;
   selected: boolean;
+  active: boolean;
   onSelect(selected: boolean): void;
   onStep(step: ItemStep): void;
+  onActivate(): void;
 }) {
   const snoozed = item.snoozed_until !== null;
   const archived = item.archived_at !== null;
   const unread = item.read_at === null && !snoozed;
   const title = item.title.trim() || untitled;
+  const tab = active ? 0 : -1;
   const links = item.actions.flatMap((action) => {
-    const url = safeUrl(action.url);
-    return url ? [{ label: action.label.trim() || url, url }] : [];
+    const href = actionHref(action.url);
+    return href ? [{ label: action.label.trim() || href, href }] : [];
   });
+  const classes = ["inbox-item", unread ? "is-unread" : "", selected ? "is-selected" : ""].filter(Boolean).join(" ");
   return (
-    <li class={unread ? "inbox-item is-unread" : "inbox-item"} data-testid="inbox-item" data-id={item.id} data-unread={unread ? "true" : "false"}>
-      <div class="inbox-select">
-        <input type="checkbox" id={`select-${item.id}`} checked={selected} onChange={(event) => onSelect(event.currentTarget.checked)} />
-        <label class="visually-hidden" for={`select-${item.id}`}>
-          {title}
-        </label>
-      </div>
+    <li
+      class={classes}
+      data-testid="inbox-item"
+      data-id={item.id}
+      data-unread={unread ? "true" : "false"}
+      tabIndex={tab}
+      aria-labelledby={`title-${item.id}`}
+      onFocus={onActivate}
+      onClick={(event) => {
+        // A control or a link inside the row does its own thing.
+        if ((event.target as Element).closest("a, button, input, label")) return;
+        if (unread) onStep({ kind: "read", isRead: true });
+      }}
+      onKeyDown={(event) => {
+        if (event.key === "Enter" && event.target === event.currentTarget && unread) onStep({ kind: "read", isRead: true });
+      }}
+    >
+      <input
+        type="checkbox"
+        class="inbox-check"
+        tabIndex={tab}
+        checked={selected}
+        aria-label={`Select: ${title}`}
+        onChange={(event) => onSelect(event.currentTarget.checked)}
+      />
+      <Icon icon={item.icon} />
       <div class="inbox-body">
-        <h2 class="inbox-title" id={`title-${item.id}`} tabIndex={-1}>
-          {unread ? <span class="visually-hidden">Unread </span> : null}
-          {title}
-        </h2>
-        {item.content ? <p class="inbox-content">{item.content}</p> : null}
-        <p class="inbox-meta">
+        <h3 class="inbox-title" id={`title-${item.id}`}>
+          {unread ? <span class="visually-hidden">Unread: </span> : null}
+          <RichText markdown={title} inline tabbable={active} />
+        </h3>
+        {item.content ? <RichText markdown={item.content} class="inbox-content" tabbable={active} /> : null}
+        {links.length > 0 ? (
+          <p class="inbox-actions">
+            {links.map((link) => (
+              <a key={link.href} class="button button-small" href={link.href} target="_blank" rel="noopener noreferrer" tabIndex={tab}>
+                {link.label}
+                <span class="visually-hidden"> (opens in a new tab)</span>
+              </a>
+            ))}
+          </p>
+        ) : null}
+      </div>
+      <div class="inbox-side">
+        <span class="inbox-meta">
           <Time iso={item.created_at} />
           {archived ? <span class="status">Archived</span> : null}
           {item.snoozed_until !== null ? (
@@ -57,47 +116,30 @@ export function InboxItem({
               Snoozed until <Time iso={item.snoozed_until} />
             </span>
           ) : null}
-        </p>
-        {links.length > 0 ? (
-          <ul class="inbox-links" aria-label={`Links of ${title}`}>
-            {links.map((link) => (
-              <li key={link.url}>
-                <a href={link.url} target="_blank" rel="noopener noreferrer">
-                  {link.label}
-                  <span class="visually-hidden"> (opens in a new tab)</span>
-                </a>
-              </li>
-            ))}
-          </ul>
-        ) : null}
-        <fieldset class="inbox-buttons">
-          <legend class="visually-hidden">Actions for {title}</legend>
-          {snoozed ? null : (
-            <button type="button" onClick={() => onStep({ kind: "read", isRead: unread })}>
-              {unread ? "Mark read" : "Mark unread"}
-            </button>
-          )}
-          <button type="button" onClick={() => onStep({ kind: "archive", isArchived: !archived })}>
-            {archived ? "Unarchive" : "Archive"}
-          </button>
-          {snoozed ? (
-            <button type="button" onClick={() => onStep({ kind: "unsnooze" })}>
-              Unsnooze
-            </button>
-          ) : (
-            <SnoozeMenu id={item.id} onPick={(choice) => onStep({ kind: "snooze", choice })} />
-          )}
-        </fieldset>
+        </span>
+        <ItemMenu item={item} title={title} unread={unread} tabIndex={tab} onStep={onStep} />
       </div>
     </li>
   );
 }
 
 /**
- * A disclosure with the snooze times: real buttons, opened and closed with the keyboard (Escape closes it and returns
- * focus to "Snooze"), rather than a select that would act on every arrow key.
+ * The item's actions behind one button: real buttons in a disclosure, opened and closed from the keyboard (Escape
+ * closes it and returns focus to the button), rather than a row of buttons on every item.
  */
-function SnoozeMenu({ id, onPick }: { id: string; onPick(choice: SnoozeChoice): void }) {
+function ItemMenu({
+  item,
+  title,
+  unread,
+  tabIndex,
+  onStep,
+}: {
+  item: Item;
+  title: string;
+  unread: boolean;
+  tabIndex: number;
+  onStep(step: ItemStep): void;
+}) {
   const [open, setOpen] = useState(false);
   const toggle = useRef<HTMLButtonElement>(null);
   const menu = useRef<HTMLUListElement>(null);
@@ -108,29 +150,62 @@ function SnoozeMenu({ id, onPick }: { id: string; onPick(choice: SnoozeChoice): 
     setOpen(false);
     toggle.current?.focus();
   };
+  const pick = (step: ItemStep) => {
+    setOpen(false);
+    onStep(step);
+  };
+  const snoozed = item.snoozed_until !== null;
+  const archived = item.archived_at !== null;
+  const choices: { label: string; step: ItemStep }[] = [
+    ...(snoozed ? [] : [{ label: unread ? "Mark read" : "Mark unread", step: { kind: "read", isRead: unread } as const }]),
+    { label: archived ? "Unarchive" : "Archive", step: { kind: "archive", isArchived: !archived } },
+    ...(snoozed
+      ? [{ label: "Unsnooze", step: { kind: "unsnooze" } as const }]
+      : SNOOZE_CHOICES.map(({ choice, label }) => ({ label: `Snooze ${label.toLowerCase()}`, step: { kind: "snooze", choice } as const }))),
+  ];
   return (
-    <div class="snooze">
-      <button type="button" ref={toggle} aria-expanded={open} aria-controls={`snooze-${id}`} onClick={() => setOpen(!open)}>
-        Snooze
+    <div
+      class="item-menu"
+      onFocusOut={(event) => {
+        // Leaving the menu by Tab or a click elsewhere closes it.
+        if (open && !event.currentTarget.contains(event.relatedTarget as Node | null)) setOpen(false);
+      }}
+    >
+      <button
+        type="button"
+        class="button-quiet button-small"
+        ref={toggle}
+        tabIndex={tabIndex}
+        aria-expanded={open}
+        aria-controls={`menu-${item.id}`}
+        aria-label={`Actions for: ${title}`}
+        onClick={() => setOpen(!open)}
+      >
+        <span aria-hidden="true">⋯</span>
       </button>
       {open ? (
         <ul
-          class="snooze-menu"
-          id={`snooze-${id}`}
+          class="item-menu-list"
+          id={`menu-${item.id}`}
           ref={menu}
           onKeyDown={(event) => {
-            if (event.key === "Escape") close();
+            if (event.key === "Escape") {
+              event.stopPropagation();
+              close();
+            }
+            if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+              // Up and down move inside the open menu, not between items.
+              event.preventDefault();
+              event.stopPropagation();
+              const buttons = [...(menu.current?.querySelectorAll("button") ?? [])];
+              const at = buttons.indexOf(document.activeElement as HTMLButtonElement);
+              buttons[(at + (event.key === "ArrowDown" ? 1 : buttons.length - 1)) % buttons.length]?.focus();
+            }
           }}
         >
-          {SNOOZE_CHOICES.map(({ choice, label }) => (
-            <li key={choice}>
-              <button
-                type="button"
-                onClick={() => {
-                  setOpen(false);
-                  onPick(choice);
-                }}
-              >
+          {choices.map(({ label, step }) => (
+            <li key={label}>
+              <button type="button" onClick={() => pick(step)}>
                 {label}
               </button>
             </li>

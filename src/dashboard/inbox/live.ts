@@ -32,13 +32,25 @@ let generation = 0;
 /** The seq the shown unread count is true at: an answer read before it (a list that arrives late) is older news. */
 let countSeq = 0;
 
-/** Starts watching from `seq` (the counts' seq, read first so the count and the stream agree). */
+/** The inbox's counts, or undefined when they could not be read (the watch then finds its own starting point). */
+async function readCounts() {
+  try {
+    return await call(api.notifications.inbox.counts.$get());
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Starts watching from `seq` (the counts' seq, read first so the count and the stream agree). When Herald cannot be
+ * reached the watch starts anyway: it keeps trying with backoff, and the count is read again once it is open.
+ */
 export async function startLive(): Promise<void> {
   stopLive();
   const started = generation;
-  const counts = await call(api.notifications.inbox.counts.$get());
+  const counts = await readCounts();
   if (started !== generation) return;
-  setUnread(counts.unread, counts.seq);
+  if (counts) setUnread(counts.unread, counts.seq);
   const deliver = (frame: InboxFrame) => {
     setUnread(frame.unread_count, frame.seq);
     for (const listener of listeners) listener(frame);
@@ -46,15 +58,18 @@ export async function startLive(): Promise<void> {
   handle = watchInbox({
     baseUrl: location.origin,
     sync: true,
-    format: "plaintext",
-    afterSeq: counts.seq,
+    format: "markdown",
+    ...(counts ? { afterSeq: counts.seq } : {}),
     onNotification: deliver,
     onChange: deliver,
     onStatus(status) {
       connection.set(status);
+      if (status === "open" && unreadCount.get() === undefined) {
+        void readCounts().then((fresh) => fresh && setUnread(fresh.unread, fresh.seq));
+      }
       if (status === "resynced") {
         countSeq = 0;
-        void call(api.notifications.inbox.counts.$get()).then((fresh) => setUnread(fresh.unread, fresh.seq));
+        void readCounts().then((fresh) => fresh && setUnread(fresh.unread, fresh.seq));
         for (const listener of resyncListeners) listener();
       }
     },

@@ -6,8 +6,8 @@ export type Item = NotificationFrame["notification"];
 export type Change = ChangeFrame["change"];
 export type { BulkAction };
 
-export type ReadFilter = "all" | "unread" | "read";
-export type Inclusion = "exclude" | "include" | "only";
+type ReadFilter = "all" | "unread" | "read";
+type Inclusion = "exclude" | "include" | "only";
 
 /** What the list shows: the query parameters of GET /notifications/inbox the page sets (docs/api.md, N3). */
 export interface Filters {
@@ -15,8 +15,6 @@ export interface Filters {
   archived: Inclusion;
   snoozed: Inclusion;
 }
-
-export const DEFAULT_FILTERS: Filters = { read: "all", archived: "exclude", snoozed: "exclude" };
 
 export const PAGE_SIZE = 25;
 
@@ -96,16 +94,6 @@ export function afterAction(item: Item, action: BulkAction, now: string): Item {
 /** The state fields of an item the API answered with (its title and content may be in another format than the list's). */
 export function withState(item: Item, from: Pick<Item, "read_at" | "archived_at" | "snoozed_until">): Item {
   return { ...item, read_at: from.read_at, archived_at: from.archived_at, snoozed_until: from.snoozed_until };
-}
-
-/** Only web links are shown as actions: a `javascript:` or `data:` URL from a template never becomes a link. */
-export function safeUrl(url: string): string | undefined {
-  try {
-    const parsed = new URL(url);
-    return parsed.protocol === "https:" || parsed.protocol === "http:" ? parsed.href : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 export type SnoozeChoice = "hour" | "tomorrow" | "next-week";

@@ -2,12 +2,14 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { api, call } from "../api";
 import type { Me } from "../session";
 import { useAction } from "../ui/action";
-import { Empty, Loading, Page, ProblemAlert } from "../ui/components";
+import { useNow } from "../ui/clock";
+import { Empty, Loading, Page } from "../ui/components";
+import { useStore } from "../ui/store";
 import { InboxItem, type ItemStep } from "./item";
-import { onFrame, setUnread } from "./live";
-import { afterAction, applyChange, type BulkAction, DEFAULT_FILTERS, type Filters, type Item, matches, snoozeUntil, withState } from "./model";
-import { FilterBar, SelectionBar } from "./toolbar";
-import { useInboxList } from "./use-inbox";
+import { onFrame, setUnread, unreadCount } from "./live";
+import { afterAction, applyChange, type BulkAction, type Filters, type Item, matches, snoozeUntil, withState } from "./model";
+import { SelectionBar, VIEWS, type ViewId, ViewTabs } from "./toolbar";
+import { type InboxList, useInboxList } from "./use-inbox";
 import "./inbox.css";
 
 /** The bulk endpoint takes 1–100 ids per call (docs/api.md, Notifications). */
@@ -30,7 +32,7 @@ function runStep(item: Item, step: ItemStep) {
 
 /**
  * Where focus goes when the item that held it leaves the list (archived from the inbox view, say): the next item's
- * title. Noted before the request, since the live frame that removes the item may arrive before the API's answer.
+ * row. Noted before the request, since the live frame that removes the item may arrive before the API's answer.
  */
 function useFocusAfterRemoval(items: Item[] | undefined) {
   const pending = useRef<{ id: string; index: number; until: number } | undefined>(undefined);
@@ -40,7 +42,9 @@ function useFocusAfterRemoval(items: Item[] | undefined) {
     pending.current = undefined;
     if (Date.now() > left.until) return;
     const next = items[Math.min(left.index, items.length - 1)];
-    const target = next ? document.getElementById(`title-${next.id}`) : document.querySelector<HTMLElement>("main h1");
+    const target = next
+      ? document.querySelector<HTMLElement>(`[data-testid="inbox-item"][data-id="${next.id}"]`)
+      : document.querySelector<HTMLElement>("main h1");
     target?.focus();
   }, [items]);
   return (item: Item) => {
@@ -65,14 +69,80 @@ function useArrivals(filters: Filters): string {
   return message;
 }
 
+/** Today, Yesterday, Earlier: by the person's own calendar day, newest first as the list is. */
+function groupByDay(items: Item[], now: number): { label: string; items: Item[] }[] {
+  const midnight = new Date(now);
+  midnight.setHours(0, 0, 0, 0);
+  const today = midnight.getTime();
+  const yesterday = new Date(midnight).setDate(midnight.getDate() - 1);
+  const groups = [
+    { label: "Today", items: [] as Item[] },
+    { label: "Yesterday", items: [] as Item[] },
+    { label: "Earlier", items: [] as Item[] },
+  ];
+  for (const item of items) {
+    const at = Date.parse(item.created_at);
+    groups[at >= today ? 0 : at >= yesterday ? 1 : 2]?.items.push(item);
+  }
+  return groups.filter((group) => group.items.length > 0);
+}
+
+/**
+ * Up, Down, Home and End move focus between the rows of the list (docs/dashboard.md, "The inbox"); the row that has
+ * focus is the one Tab stop, so Tab moves on to the page after it.
+ */
+function moveBetweenRows(event: KeyboardEvent) {
+  const keys = ["ArrowDown", "ArrowUp", "Home", "End"];
+  if (!keys.includes(event.key)) return;
+  const rows = [...(event.currentTarget as HTMLElement).querySelectorAll<HTMLElement>('[data-testid="inbox-item"]')];
+  const at = rows.findIndex((row) => row.contains(document.activeElement));
+  if (at === -1) return;
+  event.preventDefault();
+  const to = { ArrowDown: Math.min(at + 1, rows.length - 1), ArrowUp: Math.max(at - 1, 0), Home: 0, End: rows.length - 1 }[
+    event.key as "ArrowDown" | "ArrowUp" | "Home" | "End"
+  ];
+  rows[to]?.focus();
+}
+
+/**
+ * Loads the next page when "Load more" scrolls into view, so the list continues as the person scrolls; the button
+ * stays for keyboards and for browsers that do not scroll.
+ */
+function useLoadOnScroll(list: InboxList) {
+  const more = useRef<HTMLButtonElement>(null);
+  const latest = useRef(list);
+  latest.current = list;
+  useEffect(() => {
+    const button = more.current;
+    if (!button || typeof IntersectionObserver === "undefined") return;
+    const observer = new IntersectionObserver(
+      (entries) => {
+        const { loadingMore, complete, problem, loadMore } = latest.current;
+        if (entries.some((entry) => entry.isIntersecting) && !loadingMore && !complete && problem === undefined) void loadMore();
+      },
+      { rootMargin: "400px 0px" },
+    );
+    observer.observe(button);
+    return () => observer.disconnect();
+  }, [list.complete, list.items === undefined]);
+  return more;
+}
+
 export function InboxPage(_props: { me: Me }) {
-  const [filters, setFilters] = useState<Filters>(DEFAULT_FILTERS);
+  const [view, setView] = useState<ViewId>("all");
+  const filters = (VIEWS.find((v) => v.id === view) ?? VIEWS[1]).filters;
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
+  const [activeId, setActiveId] = useState<string | undefined>(undefined);
   const list = useInboxList(filters);
+  const unread = useStore(unreadCount);
   const arrival = useArrivals(filters);
   const keepFocus = useFocusAfterRemoval(list.items);
+  const more = useLoadOnScroll(list);
+  const now = useNow();
   const items = list.items ?? [];
   const selectedIds = items.filter((item) => selected.has(item.id)).map((item) => item.id);
+  // The active row is the one that last had focus, else the first: there is always exactly one Tab stop in the list.
+  const active = items.some((item) => item.id === activeId) ? activeId : items[0]?.id;
 
   const step = useAction(async (item: Item, what: ItemStep) => {
     keepFocus(item);
@@ -101,9 +171,9 @@ export function InboxPage(_props: { me: Me }) {
     list.update((held) => applyChange(held, { all: true, read_at: new Date().toISOString() }, filters));
   });
 
-  const changeFilters = (next: Filters) => {
+  const changeView = (next: ViewId) => {
     setSelected(new Set());
-    setFilters(next);
+    setView(next);
   };
 
   const select = (id: string, on: boolean) => {
@@ -113,7 +183,13 @@ export function InboxPage(_props: { me: Me }) {
     setSelected(next);
   };
 
-  const isDefault = filters.read === "all" && filters.archived === "exclude" && filters.snoozed === "exclude";
+  const problem = list.problem ?? step.problem ?? bulk.problem ?? markAll.problem;
+  const emptyText = {
+    unread: "Nothing unread. New notifications appear here as they arrive.",
+    all: "Your inbox is empty. New notifications appear here as they arrive.",
+    snoozed: "Nothing is snoozed.",
+    archived: "Nothing is archived.",
+  }[view];
   return (
     <Page
       title="Inbox"
@@ -123,52 +199,79 @@ export function InboxPage(_props: { me: Me }) {
         </button>
       }
     >
-      <FilterBar filters={filters} onFilters={changeFilters} />
+      <ViewTabs view={view} unread={unread} onView={changeView} />
       <p class="visually-hidden" role="status">
         {arrival}
       </p>
-      <ProblemAlert problem={list.problem} />
-      <ProblemAlert problem={step.problem ?? bulk.problem ?? markAll.problem} />
-      {list.items === undefined ? (
-        <Loading what="notifications" />
-      ) : items.length === 0 ? (
-        <Empty>{isDefault ? "Your inbox is empty. New notifications appear here as they arrive." : "No notifications match these filters."}</Empty>
-      ) : (
-        <>
-          <SelectionBar
-            count={selectedIds.length}
-            total={items.length}
-            onSelectAll={(on) => setSelected(new Set(on ? items.map((item) => item.id) : []))}
-            onBulk={(action) => {
-              if (!bulk.pending) void bulk.run(action);
-            }}
-            onClear={() => setSelected(new Set())}
-          />
-          <ul class="inbox-list" aria-label="Notifications">
-            {items.map((item) => (
-              <InboxItem
-                key={item.id}
-                item={item}
-                selected={selected.has(item.id)}
-                onSelect={(on) => select(item.id, on)}
-                onStep={(what) => void step.run(item, what)}
-              />
-            ))}
-          </ul>
-          {list.complete ? null : (
-            <button
-              type="button"
-              class="inbox-more"
-              aria-disabled={list.loadingMore}
-              onClick={() => {
-                if (!list.loadingMore) void list.loadMore();
+      <div id="inbox-panel" role="tabpanel" aria-labelledby={`tab-${view}`}>
+        {problem ? (
+          <div class="alert alert-error" role="alert">
+            <strong>{problem.message}</strong>
+            {problem.detail ? <span> {problem.detail}</span> : null}{" "}
+            {list.problem ? (
+              <button type="button" class="button-small" onClick={list.retry}>
+                Retry
+              </button>
+            ) : null}
+          </div>
+        ) : null}
+        {list.items === undefined ? (
+          <Loading what="notifications" />
+        ) : items.length === 0 ? (
+          // An empty list under an error is not news: the list could not be read.
+          list.problem ? null : (
+            <Empty>{emptyText}</Empty>
+          )
+        ) : (
+          <>
+            <SelectionBar
+              count={selectedIds.length}
+              total={items.length}
+              onSelectAll={(on) => setSelected(new Set(on ? items.map((item) => item.id) : []))}
+              onBulk={(action) => {
+                if (!bulk.pending) void bulk.run(action);
               }}
-            >
-              {list.loadingMore ? "Loading…" : "Load more"}
-            </button>
-          )}
-        </>
-      )}
+              onClear={() => setSelected(new Set())}
+            />
+            {/* biome-ignore lint/a11y/noStaticElementInteractions: arrow keys move focus between the rows it holds. */}
+            <div class="inbox-groups" onKeyDown={moveBetweenRows}>
+              {groupByDay(items, now).map((group) => (
+                <section key={group.label} aria-labelledby={`group-${group.label}`}>
+                  <h2 class="inbox-group" id={`group-${group.label}`}>
+                    {group.label}
+                  </h2>
+                  <ul class="inbox-list">
+                    {group.items.map((item) => (
+                      <InboxItem
+                        key={item.id}
+                        item={item}
+                        selected={selected.has(item.id)}
+                        active={item.id === active}
+                        onActivate={() => setActiveId(item.id)}
+                        onSelect={(on) => select(item.id, on)}
+                        onStep={(what) => void step.run(item, what)}
+                      />
+                    ))}
+                  </ul>
+                </section>
+              ))}
+            </div>
+            {list.complete ? null : (
+              <button
+                type="button"
+                ref={more}
+                class="inbox-more"
+                aria-disabled={list.loadingMore}
+                onClick={() => {
+                  if (!list.loadingMore) void list.loadMore();
+                }}
+              >
+                {list.loadingMore ? "Loading…" : "Load more"}
+              </button>
+            )}
+          </>
+        )}
+      </div>
     </Page>
   );
 }

@@ -1,51 +1,53 @@
-import { SelectField } from "../ui/components";
-import type { BulkAction, Filters, Inclusion, ReadFilter } from "./model";
+import type { BulkAction, Filters } from "./model";
 
-const READ_OPTIONS: { value: ReadFilter; label: string }[] = [
-  { value: "all", label: "All" },
-  { value: "unread", label: "Unread" },
-  { value: "read", label: "Read" },
-];
+/**
+ * The inbox's views, as tabs (docs/dashboard.md, "The inbox"): each is one set of the list's filters (docs/api.md,
+ * N3). Snoozed items leave every other view until they wake, so they have a view of their own.
+ */
+export const VIEWS = [
+  { id: "unread", label: "Unread", filters: { read: "unread", archived: "exclude", snoozed: "exclude" } },
+  { id: "all", label: "All", filters: { read: "all", archived: "exclude", snoozed: "exclude" } },
+  { id: "snoozed", label: "Snoozed", filters: { read: "all", archived: "exclude", snoozed: "only" } },
+  { id: "archived", label: "Archived", filters: { read: "all", archived: "only", snoozed: "include" } },
+] as const satisfies readonly { id: string; label: string; filters: Filters }[];
 
-/** The list's `archived` parameter, named as places: the inbox leaves archived items out (docs/api.md, N3). */
-const VIEW_OPTIONS: { value: Inclusion; label: string }[] = [
-  { value: "exclude", label: "Inbox" },
-  { value: "only", label: "Archived" },
-  { value: "include", label: "Everything" },
-];
+export type ViewId = (typeof VIEWS)[number]["id"];
 
-const SNOOZED_OPTIONS: { value: Inclusion; label: string }[] = [
-  { value: "exclude", label: "Hide snoozed" },
-  { value: "include", label: "Include snoozed" },
-  { value: "only", label: "Only snoozed" },
-];
-
-export function FilterBar({ filters, onFilters }: { filters: Filters; onFilters(filters: Filters): void }) {
+/**
+ * The tabs, with the keyboard pattern of a tablist: one Tab stop (the selected tab), Left and Right (and Home, End)
+ * move between the views and show them at once.
+ */
+export function ViewTabs({ view, unread, onView }: { view: ViewId; unread: number | undefined; onView(view: ViewId): void }) {
+  const move = (event: KeyboardEvent) => {
+    const at = VIEWS.findIndex((v) => v.id === view);
+    const n = VIEWS.length;
+    const targets: Record<string, number> = { ArrowRight: (at + 1) % n, ArrowLeft: (at + n - 1) % n, Home: 0, End: n - 1 };
+    const to = targets[event.key];
+    if (to === undefined) return;
+    event.preventDefault();
+    const next = VIEWS[to];
+    if (!next) return;
+    onView(next.id);
+    document.getElementById(`tab-${next.id}`)?.focus();
+  };
   return (
-    <fieldset class="inbox-filters">
-      <legend class="visually-hidden">Filters</legend>
-      <SelectField
-        name="inbox-view"
-        label="View"
-        value={filters.archived}
-        options={VIEW_OPTIONS}
-        onValue={(archived) => onFilters({ ...filters, archived })}
-      />
-      <SelectField
-        name="inbox-read"
-        label="Read status"
-        value={filters.read}
-        options={READ_OPTIONS}
-        onValue={(read) => onFilters({ ...filters, read })}
-      />
-      <SelectField
-        name="inbox-snoozed"
-        label="Snoozed"
-        value={filters.snoozed}
-        options={SNOOZED_OPTIONS}
-        onValue={(snoozed) => onFilters({ ...filters, snoozed })}
-      />
-    </fieldset>
+    <div class="inbox-tabs" role="tablist" aria-label="Views" onKeyDown={move}>
+      {VIEWS.map(({ id, label }) => (
+        <button
+          key={id}
+          type="button"
+          role="tab"
+          id={`tab-${id}`}
+          aria-selected={id === view}
+          aria-controls="inbox-panel"
+          tabIndex={id === view ? 0 : -1}
+          onClick={() => onView(id)}
+        >
+          {label}
+          {id === "unread" && unread ? <span class="tab-count"> ({unread > 99 ? "99+" : unread})</span> : null}
+        </button>
+      ))}
+    </div>
   );
 }
 

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { type ApiProblem, api, asProblem, call } from "../api";
-import { type InboxFrame, onFrame, onResync, setUnread } from "./live";
+import { connection, type InboxFrame, onFrame, onResync, setUnread } from "./live";
 import { applyChange, type Filters, type Item, insert, matches, mayBringIn, PAGE_SIZE } from "./model";
 
 /** Frames kept to replay onto a page that was being read while they arrived. */
@@ -15,7 +15,7 @@ function readPage(filters: Filters, limit: number, startingBefore?: string) {
         read_status: filters.read,
         archived: filters.archived,
         snoozed: filters.snoozed,
-        format: "plaintext",
+        format: "markdown",
         limit: String(limit),
         ...(startingBefore ? { starting_before: startingBefore } : {}),
       },
@@ -35,6 +35,8 @@ export interface InboxList {
   loadingMore: boolean;
   problem: ApiProblem | undefined;
   loadMore(): Promise<void>;
+  /** Reads the list again, keeping as many items as it holds (the Retry of a failed read). */
+  retry(): void;
   /** Applies a local change (an answer of the API) to the list; items that no longer match the filters leave it. */
   update(change: (items: Item[]) => Item[]): void;
 }
@@ -49,8 +51,8 @@ export function useInboxList(filters: Filters): InboxList {
   const [complete, setComplete] = useState(false);
   const [loadingMore, setLoadingMore] = useState(false);
   const [problem, setProblem] = useState<ApiProblem | undefined>(undefined);
-  const current = useRef({ items, complete, filters });
-  current.current = { items, complete, filters };
+  const current = useRef({ items, complete, filters, problem });
+  current.current = { items, complete, filters, problem };
   const frames = useRef<InboxFrame[]>([]);
   const listedSeq = useRef(0);
   /** Bumped by every full read: an older read's answer, arriving late, is dropped. */
@@ -102,9 +104,15 @@ export function useInboxList(filters: Filters): InboxList {
       }
     });
     const offResync = onResync(() => void reload(true));
+    // A read that failed while Herald was unreachable is made again once the watch is back: the frames it replays
+    // cannot fill a list that was never read (docs/dashboard.md, "When Herald cannot be reached").
+    const offConnection = connection.subscribe((status) => {
+      if (status === "open" && current.current.problem !== undefined) void reload(true);
+    });
     return () => {
       offFrame();
       offResync();
+      offConnection();
       clearTimeout(reloadTimer.current);
     };
   }, [reload]);
@@ -139,5 +147,7 @@ export function useInboxList(filters: Filters): InboxList {
     [],
   );
 
-  return { items, complete, loadingMore, problem, loadMore, update };
+  const retry = useCallback(() => void reload(true), [reload]);
+
+  return { items, complete, loadingMore, problem, loadMore, update, retry };
 }

@@ -2,6 +2,7 @@ import { type ComponentChildren, h, type LooseInputHTMLAttributes } from "preact
 import { useEffect, useRef } from "preact/hooks";
 import type { ApiProblem } from "../api";
 import type { Action } from "./action";
+import { useNow } from "./clock";
 import { dateTime, fromNow } from "./format";
 
 /** A page's heading and content; the heading takes focus when the page opens, so screen readers announce it. */
@@ -247,10 +248,12 @@ export function SelectField<T extends string>({
 }
 
 /** A time shown relative to now, with the exact time for hover and machines. */
+/** A time as "5 minutes ago", kept current while it is shown; the exact time is its tooltip and `datetime`. */
 export function Time({ iso }: { iso: string }) {
+  const now = useNow();
   return (
     <time dateTime={iso} title={dateTime(iso)}>
-      {fromNow(iso)}
+      {fromNow(iso, now)}
     </time>
   );
 }
