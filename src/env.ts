@@ -34,6 +34,7 @@ export interface Env {
   AUTH_CACHE_TTL?: string;
   TOKEN_MAX_LIFETIME?: string;
   TOKEN_MAX_PER_USER?: string;
+  EMBED_SIGNING_KEYS?: string;
   PASSWORD_AUTH_DISABLED?: string;
   OTP_TTL?: string;
   CORS_ALLOWED_ORIGINS?: string;

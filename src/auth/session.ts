@@ -10,6 +10,7 @@ import { forbidden, Messages, unauthorized } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { nowIso, timingSafeEqualShort, timingSafeEqualText } from "../lib/crypto";
 import { readSessionCookie } from "./cookies";
+import { EMBED_SCOPES, type EmbedClaims, isEmbedToken, verifyEmbedToken } from "./embed-token";
 import { type CachedKey, cachedKey, rememberKey } from "./key-cache";
 import { AuthMessages } from "./messages";
 import { hashTokenSecret, type ParsedToken, parseToken } from "./tokens";
@@ -24,6 +25,10 @@ type AuthUser = Omit<UserRow, "hashedPassword">;
 
 export interface AuthContext {
   user: AuthUser;
+  /**
+   * The key presented. A signed embed token has no row in D1: it stands for one here (id `embed.<key id>`), with the
+   * two inbox scopes and the token's expiry ({@link authenticateEmbed}).
+   */
   key: ApiKeyRow;
   /** Organization id → stored organization roles. */
   orgRoles: Record<string, string[]>;
@@ -110,6 +115,57 @@ function loadFresh(c: Context<AppEnv>, token: ParsedToken, digest: string, fromP
   );
 }
 
+async function loadUser(db: Database, userId: string) {
+  const [found, memberships] = await db.batch([
+    db.select().from(users).where(eq(users.id, userId)),
+    db
+      .select({ organizationId: organizationMembers.organizationId, roles: organizationMembers.roles })
+      .from(organizationMembers)
+      .where(eq(organizationMembers.userId, userId)),
+  ]);
+  const user = found[0];
+  if (!user) return undefined;
+  const orgRoles: Record<string, string[]> = {};
+  for (const m of memberships) orgRoles[m.organizationId] = m.roles;
+  return { user, orgRoles };
+}
+
+/**
+ * A signed embed token (docs/embed.md, "Signed embed tokens"): checked against EMBED_SIGNING_KEYS, then its user is
+ * read as a key's would be (a replica's refusal confirmed on the primary; an upgrade reads the primary), and must be
+ * neither deleted nor suspended. It grants the two inbox scopes only, and nothing is written: no row, no `last_used`.
+ */
+async function authenticateEmbed(c: Context<AppEnv>, credential: Credential, now: number): Promise<AuthContext> {
+  const config = c.get("config");
+  // Herald never sets an embed token as its cookie: one found there was put there by someone else.
+  const claims: EmbedClaims | undefined =
+    credential.source === "cookie" ? undefined : await verifyEmbedToken(credential.token, config.EMBED_SIGNING_KEYS, now);
+  if (!claims) throw unauthorized(AuthMessages.badCredential);
+  const standing = ({ user }: { user: UserRow }) => !user.deleted && user.status !== "suspended";
+  const upgrading = c.req.header("Upgrade")?.toLowerCase() === "websocket";
+  const loaded =
+    upgrading || config.AUTH_CACHE_TTL === 0
+      ? await loadUser(dbFor(c, "write"), claims.userId)
+      : await readFresh(c, (db) => loadUser(db, claims.userId), standing);
+  if (!loaded || !standing(loaded)) throw unauthorized(AuthMessages.badCredential);
+  const { hashedPassword: _omit, ...user } = loaded.user;
+  const issued = nowIso(now);
+  const key: ApiKeyRow = {
+    id: `embed.${claims.keyId}`,
+    hashedSecret: "",
+    userId: user.id,
+    loginType: "token",
+    tokenName: null,
+    scopes: [...EMBED_SCOPES],
+    lifetimeSeconds: Math.ceil((claims.expiresAt - now) / 1000),
+    expiresAt: nowIso(claims.expiresAt),
+    createdAt: issued,
+    updatedAt: issued,
+    lastUsed: issued,
+  };
+  return { user, key, orgRoles: loaded.orgRoles, subject: subjectFor(user, loaded.orgRoles, key.scopes), source: credential.source };
+}
+
 function subjectFor(user: AuthUser, orgRoles: Record<string, string[]>, scopes: readonly string[]): Subject {
   return { id: user.id, siteRoles: user.roles, orgRoles, scopes, isSystem: user.isSystem };
 }
@@ -123,6 +179,7 @@ async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
   const credential = extractCredential(c, config);
   // A missing credential has its own detail (it says nothing about the server); every other failure is AuthMessages.badCredential.
   if (!credential) throw unauthorized(AuthMessages.noCredential(SESSION_HEADER));
+  if (isEmbedToken(credential.token)) return authenticateEmbed(c, credential, Date.now());
   const parsed = parseToken(credential.token);
   if (!parsed) throw unauthorized(AuthMessages.badCredential);
 

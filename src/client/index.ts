@@ -2,6 +2,8 @@ import { hc } from "hono/client";
 import type { HeraldApi } from "../app";
 import { BOOKMARK_HEADER, laterBookmark } from "../db/bookmark";
 
+export type { SignEmbedTokenOptions } from "../auth/embed-token";
+export { signEmbedToken } from "../auth/embed-token";
 export type { ChangeFrame, InboxChange, NotificationFrame, WatchHandle, WatchInboxOptions, WatchStatus, WatchStopReason } from "./watch";
 export { watchInbox } from "./watch";
 

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { EMBED_KEY_ID } from "../auth/embed-token";
 import { parseMailbox } from "../notifications/email/address";
 import { parseDuration } from "./duration";
 
@@ -30,6 +31,38 @@ const bool = (fallback: boolean) =>
 /** The most any deployment lets an API token live: TOKEN_MAX_LIFETIME may not exceed it (365 days). */
 export const TOKEN_LIFETIME_CEILING_MS = 365 * 24 * 60 * 60 * 1000;
 
+/**
+ * EMBED_SIGNING_KEYS (docs/configuration.md): `<key id>:<secret>` pairs, comma-separated, so a new key can be added
+ * beside the old one and the old one removed later. Issues name the pair by its position, never its text: the
+ * secrets must not reach a log (src/config/config.ts logs the messages).
+ */
+const embedSigningKeys = z
+  .string()
+  .default("")
+  .transform((text, ctx) => {
+    const keys = new Map<string, string>();
+    const pairs = text
+      .split(",")
+      .map((pair) => pair.trim())
+      .filter((pair) => pair !== "");
+    pairs.forEach((pair, index) => {
+      const colon = pair.indexOf(":");
+      const keyId = pair.slice(0, Math.max(colon, 0));
+      const secret = pair.slice(colon + 1);
+      const which = `key ${index + 1}`;
+      if (colon < 0 || !EMBED_KEY_ID.test(keyId)) {
+        ctx.addIssue({ code: "custom", message: `${which} must be <key id>:<secret>, the id 1–32 letters, digits, '-' or '_'` });
+      } else if (secret.length < 32) {
+        ctx.addIssue({ code: "custom", message: `${which} ("${keyId}") must have a secret of at least 32 characters of random data` });
+      } else if (keys.has(keyId)) {
+        ctx.addIssue({ code: "custom", message: `${which}: the key id "${keyId}" is given twice` });
+      } else {
+        keys.set(keyId, secret);
+      }
+    });
+    return keys as ReadonlyMap<string, string>;
+  });
+
 const optionalText = z
   .string()
   .optional()
@@ -57,6 +90,8 @@ export const configSchema = z
     TOKEN_MAX_LIFETIME: duration("720h").refine((ms) => ms <= TOKEN_LIFETIME_CEILING_MS, "must be at most 8760h (365 days)"),
     /** How many named API tokens one user may hold. */
     TOKEN_MAX_PER_USER: z.coerce.number().int().min(1).max(10_000).default(100),
+    /** Keys that sign embed tokens (docs/embed.md, "Signed embed tokens"); empty: no embed token is accepted. */
+    EMBED_SIGNING_KEYS: embedSigningKeys,
     PASSWORD_AUTH_DISABLED: bool(false),
     OTP_TTL: duration("10m"),
     CORS_ALLOWED_ORIGINS: z

@@ -18,7 +18,7 @@ export interface InboxPage {
   seq: number;
 }
 
-/** `PUT /notifications/inbox/{id}/read-status` (UpdateInboxNotificationReadStatusResponse). */
+/** `PUT /notifications/inbox/{id}/read-status` and `…/archive-status` (UpdateInboxNotificationReadStatusResponse). */
 interface ReadAnswer {
   notification: InboxNotification;
   unread_count: number;
@@ -53,13 +53,22 @@ async function call(credentials: Credentials, path: string, method = "GET", body
   return res;
 }
 
-/** The newest `limit` notifications (archived and snoozed ones left out, the list's default), as plain text. */
-export async function listInbox(credentials: Credentials, limit: number): Promise<InboxPage> {
-  const page = (await (await call(credentials, `?format=plaintext&limit=${limit}`)).json()) as InboxPage;
+/**
+ * A page of `limit` notifications (archived and snoozed ones left out, the list's default), newest first, strictly
+ * older than `startingBefore` when given, with Markdown content (docs/api.md, Notifications).
+ */
+export async function listInbox(credentials: Credentials, limit: number, startingBefore?: string): Promise<InboxPage> {
+  const older = startingBefore === undefined ? "" : `&starting_before=${encodeURIComponent(startingBefore)}`;
+  const page = (await (await call(credentials, `?format=markdown&limit=${limit}${older}`)).json()) as InboxPage;
   if (!Array.isArray(page.notifications) || typeof page.seq !== "number" || typeof page.unread_count !== "number") {
     throw new Error("Unexpected answer from Herald.");
   }
   return page;
+}
+
+/** `PUT /notifications/inbox/{id}/archive-status`: the item leaves the list (docs/inbox.md, "Item states"). */
+export async function archive(credentials: Credentials, id: string): Promise<ReadAnswer> {
+  return (await (await call(credentials, `/${encodeURIComponent(id)}/archive-status`, "PUT", { is_archived: true })).json()) as ReadAnswer;
 }
 
 export async function markRead(credentials: Credentials, id: string): Promise<ReadAnswer> {

@@ -1,7 +1,10 @@
+import { safeHref } from "../markdown/links";
+
 /**
- * Building blocks of the embed's shadow DOM. Everything is created with createElement and text nodes: no markup is
- * ever parsed, so a notification's text cannot become HTML, and a host page that enforces Trusted Types
- * (`require-trusted-types-for 'script'`) needs no policy for the embed (docs/embed.md, "Content-Security-Policy").
+ * Building blocks of the embed's shadow DOM. Everything is created with createElement and text nodes
+ * (notification Markdown too, through src/markdown/dom.ts): no markup is ever parsed, so a notification's text
+ * cannot become HTML, and a host page that enforces Trusted Types (`require-trusted-types-for 'script'`) needs no
+ * policy for the embed (docs/embed.md, "Content-Security-Policy").
  */
 
 type Child = Node | string | false | undefined;
@@ -44,15 +47,39 @@ export const bellIcon = () =>
     "M12 22a2.5 2.5 0 0 0 2.45-2h-4.9A2.5 2.5 0 0 0 12 22Zm7-6V11a7 7 0 0 0-5.5-6.84V3.5a1.5 1.5 0 0 0-3 0v.66A7 7 0 0 0 5 11v5l-2 2v1h18v-1l-2-2Z",
   );
 export const checkIcon = () => icon("M9.5 16.2 5.3 12l-1.4 1.4 5.6 5.6L20.1 8.4 18.7 7Z");
+export const archiveIcon = () => icon("M3 4h18v4H3V4Zm1 5h16v11H4V9Zm5 2v2h6v-2H9Z");
 
-/** An action's link only when it is http(s): a `javascript:` or `data:` URL from a notification never becomes a link. */
-export function safeHref(url: string, base: string): string | undefined {
+/**
+ * An action's URL as an `href`, or undefined: resolved against Herald's origin (actions may be paths), then held to
+ * the one link policy every renderer applies (src/markdown/links.ts), so a `javascript:` or `data:` URL from a
+ * notification never becomes a link.
+ */
+export function actionHref(url: string, server: string): string | undefined {
+  // Not URL.parse: the build targets browsers from before it (docs/embed.md).
   try {
-    const parsed = new URL(url, base);
-    return parsed.protocol === "https:" || parsed.protocol === "http:" ? parsed.href : undefined;
+    return safeHref(new URL(url, server).href);
   } catch {
     return undefined;
   }
+}
+
+/** A notification's `icon` as the API gives it: an http(s) URL, or one of the default icons named by its template group. */
+const DEFAULT_ICONS: Record<string, string> = {
+  // A person.
+  DEFAULT_ICON_ACCOUNT: "M12 12a4 4 0 1 0 0-8 4 4 0 0 0 0 8Zm0 2c-4.4 0-8 2.2-8 5v1h16v-1c0-2.8-3.6-5-8-5Z",
+  // A screen.
+  DEFAULT_ICON_WORKSPACE: "M3 4h18v12H3V4Zm2 2v8h14V6H5Zm3 12h8v2H8v-2Z",
+  // Stacked layers.
+  DEFAULT_ICON_TEMPLATE: "m12 3 9 5-9 5-9-5 9-5Zm-7.2 9.4L12 16.4l7.2-4 1.8 1L12 18.4 3 13.4l1.8-1Z",
+  // A speech bubble.
+  DEFAULT_ICON_OTHER: "M4 4h16v12H8l-4 4V4Zm2 2v9.2L7.2 14H18V6H6Z",
+};
+
+export function itemIcon(name: string): Element | undefined {
+  const glyph = DEFAULT_ICONS[name];
+  if (glyph) return icon(glyph);
+  const href = /^https?:/i.test(name) ? safeHref(name) : undefined;
+  return href ? h("img", { src: href, alt: "", referrerpolicy: "no-referrer", loading: "lazy" }) : undefined;
 }
 
 const STEPS: [number, Intl.RelativeTimeFormatUnit][] = [

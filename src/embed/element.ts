@@ -1,8 +1,8 @@
 import { type ChangeFrame, type NotificationFrame, type WatchHandle, type WatchStatus, watchInbox } from "../client/watch";
 import type { InboxNotification } from "../inbox/model";
-import { type Credentials, HttpError, listInbox, markAllRead, markRead } from "./api";
+import { archive, type Credentials, HttpError, listInbox, markAllRead, markRead } from "./api";
 import { bellIcon, h, relativeTime } from "./dom";
-import { applyChange, itemView, viewKey, visible } from "./list";
+import { applyChange, itemView, plainText, viewKey, visible, withPlainTitle } from "./list";
 import { stylesheet } from "./styles";
 
 /** docs/embed.md, "Attributes, properties, methods": what the element is doing, also sent as the `herald-status` event. */
@@ -13,6 +13,10 @@ interface Settings extends Credentials {
 }
 
 const DEFAULT_LIMIT = 20;
+/** The API's largest page: a list read again (a resync) keeps up to this many of the items it held. */
+const MAX_PAGE = 100;
+/** Change frames kept to apply onto an older page that was being read while they arrived. */
+const KEPT_FRAMES = 100;
 /** What a subprotocol and a header value may carry (RFC 9110 token): anything else could never authenticate. */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** Retries of a failed first list: full jitter over min(30 s, 1 s · 2^attempt), like the watch's own backoff. */
@@ -43,6 +47,8 @@ export class HeraldInbox extends HTMLElement {
   readonly #empty: HTMLParagraphElement;
   readonly #list: HTMLUListElement;
   readonly #markAll: HTMLButtonElement;
+  readonly #more: HTMLButtonElement;
+  readonly #viewAll: HTMLAnchorElement;
   readonly #announcer: HTMLParagraphElement;
 
   /** What the running connection was started with; compared with the wanted settings after every change. */
@@ -57,6 +63,12 @@ export class HeraldInbox extends HTMLElement {
   /** A failed action, shown until the next one. */
   #notice = "";
   #items: InboxNotification[] = [];
+  /** How many items the list holds: `limit`, grown by each "Load more"; a new notification pushes the oldest out. */
+  #capacity = DEFAULT_LIMIT;
+  /** Every item the list can show is loaded: no "Load more". */
+  #complete = true;
+  #loadingMore = false;
+  #frames: ChangeFrame[] = [];
   #unread: number | undefined;
   /** The seq of the state the last list showed: frames at or below it are already in it. */
   #listSeq = -1;
@@ -80,6 +92,9 @@ export class HeraldInbox extends HTMLElement {
     this.#empty = h("p", { class: "empty", part: "empty", hidden: true }, "No notifications yet.");
     // Focusable, so a list taller than the panel can be scrolled from the keyboard even when it holds no button.
     this.#list = h("ul", { part: "list", "aria-labelledby": "heading", tabindex: "0", hidden: true });
+    this.#more = h("button", { type: "button", class: "text-button", part: "load-more", hidden: true }, "Load more");
+    // The dashboard at Herald's `/` is the full inbox (docs/dashboard.md).
+    this.#viewAll = h("a", { class: "text-button", part: "view-all", target: "_blank", rel: "noopener noreferrer" }, "View all");
     this.#panel = h(
       "section",
       { id: "panel", class: "panel", part: "panel", "aria-labelledby": "heading", hidden: true },
@@ -87,6 +102,7 @@ export class HeraldInbox extends HTMLElement {
       this.#status,
       this.#empty,
       this.#list,
+      h("div", { class: "foot" }, this.#more, this.#viewAll),
     );
     // Outside the panel, so counts are announced (politely) whether or not it is open.
     this.#announcer = h("p", { class: "sr", role: "status", "aria-live": "polite", "aria-atomic": "true" });
@@ -94,6 +110,12 @@ export class HeraldInbox extends HTMLElement {
 
     this.#bell.addEventListener("click", () => this.#toggle(!this.#open));
     this.#markAll.addEventListener("click", () => void this.#readAll());
+    this.#more.addEventListener("click", () => void this.#loadMore());
+    // Scrolled to the end of what is loaded: the next page, as "Load more" would.
+    this.#list.addEventListener("scroll", () => {
+      const list = this.#list;
+      if (list.scrollTop + list.clientHeight >= list.scrollHeight - 32) void this.#loadMore();
+    });
     this.#root.addEventListener("keydown", (event) => {
       if (!(event instanceof KeyboardEvent) || event.key !== "Escape" || !this.#open) return;
       // Handled here: an enclosing dialog of the host page should not close with the panel.
@@ -208,12 +230,17 @@ export class HeraldInbox extends HTMLElement {
     this.#items = [];
     this.#unread = undefined;
     this.#listSeq = -1;
+    this.#frames = [];
+    this.#complete = true;
+    this.#loadingMore = false;
     if (typeof wanted !== "object") {
       this.#setState(wanted ?? "idle");
       this.#render();
       return;
     }
     this.#settings = wanted;
+    this.#capacity = wanted.limit;
+    this.#viewAll.href = `${wanted.server}/`;
     void this.#start(this.#generation, wanted);
   }
 
@@ -252,7 +279,7 @@ export class HeraldInbox extends HTMLElement {
     this.#watch = watchInbox({
       baseUrl: settings.server,
       token: settings.token,
-      format: "plaintext",
+      format: "markdown",
       sync: true,
       afterSeq: seq,
       onNotification: (frame) => {
@@ -269,11 +296,17 @@ export class HeraldInbox extends HTMLElement {
     });
   }
 
-  /** Lists the inbox into the element; returns the list's seq. Throws on failure (the watch retries a resync). */
+  /**
+   * Lists the inbox into the element, as many items as it held (from `limit` up to the API's largest page); returns
+   * the list's seq. Throws on failure (the watch retries a resync).
+   */
   async #load(generation: number, settings: Settings): Promise<number> {
-    const page = await listInbox(settings, settings.limit);
+    const size = Math.min(MAX_PAGE, Math.max(settings.limit, this.#capacity));
+    const page = await listInbox(settings, size);
     if (generation !== this.#generation) throw new Error("superseded");
     this.#items = page.notifications.filter(visible);
+    this.#capacity = size;
+    this.#complete = page.notifications.length < size;
     this.#listSeq = page.seq;
     this.#setUnread(page.unread_count, false);
     this.#render();
@@ -294,6 +327,38 @@ export class HeraldInbox extends HTMLElement {
     }
   }
 
+  /**
+   * The page after the last item held (`starting_before`, as the dashboard pages, docs/inbox.md, "Sequenced sync"):
+   * the page is true at its own seq, so the change frames that arrived after it are applied on top; new
+   * notifications are already at the top of the list.
+   */
+  async #loadMore(): Promise<void> {
+    const settings = this.#settings;
+    const last = this.#items.at(-1);
+    if (!settings || !last || this.#complete || this.#loadingMore) return;
+    const generation = this.#generation;
+    this.#loadingMore = true;
+    this.#render();
+    try {
+      const page = await listInbox(settings, settings.limit, last.id);
+      if (generation !== this.#generation) return;
+      let more = page.notifications;
+      for (const frame of this.#frames) if (frame.seq > page.seq) more = applyChange(more, frame.change, () => true).items;
+      const held = new Set(this.#items.map((item) => item.id));
+      this.#items = [...this.#items, ...more.filter((item) => visible(item) && !held.has(item.id))];
+      this.#capacity = Math.max(this.#capacity, this.#items.length);
+      this.#complete = page.notifications.length < settings.limit;
+      this.#notice = "";
+    } catch {
+      if (generation === this.#generation) this.#fail("Older notifications could not be loaded.");
+    } finally {
+      if (generation === this.#generation) {
+        this.#loadingMore = false;
+        this.#render();
+      }
+    }
+  }
+
   #watchStatus(status: WatchStatus, detail: string | undefined): void {
     if (status === "open") this.#setState("live");
     else if (status === "reconnecting") this.#setState("reconnecting");
@@ -303,17 +368,21 @@ export class HeraldInbox extends HTMLElement {
   #arrived(frame: NotificationFrame): void {
     if (frame.seq <= this.#listSeq) return;
     const notification = frame.notification;
-    const limit = this.#settings?.limit ?? DEFAULT_LIMIT;
-    this.#items = [notification, ...this.#items.filter((item) => item.id !== notification.id)].slice(0, limit);
+    const items = [notification, ...this.#items.filter((item) => item.id !== notification.id)];
+    // The oldest item pushed out can come back with "Load more".
+    if (items.length > this.#capacity) this.#complete = false;
+    this.#items = items.slice(0, this.#capacity);
     this.#setUnread(frame.unread_count, false);
     this.#render();
-    const name = notification.title || notification.content;
-    this.#announce(`New notification: ${name}. ${frame.unread_count} unread.`);
+    const event = withPlainTitle(notification);
+    this.#announce(`New notification: ${event.title || plainText(notification.content)}. ${frame.unread_count} unread.`);
     // A copy: the page's listeners cannot change what the element shows.
-    this.dispatchEvent(new CustomEvent("herald-notification", { detail: structuredClone(notification), bubbles: true, composed: true }));
+    this.dispatchEvent(new CustomEvent("herald-notification", { detail: event, bubbles: true, composed: true }));
   }
 
   #changed(frame: ChangeFrame): void {
+    this.#frames.push(frame);
+    if (this.#frames.length > KEPT_FRAMES) this.#frames.shift();
     if (frame.seq <= this.#listSeq) return;
     const { items, unseen, revealed } = applyChange(this.#items, frame.change, (id) => this.#views.has(id));
     this.#items = items;
@@ -338,6 +407,23 @@ export class HeraldInbox extends HTMLElement {
       this.#render();
     } catch {
       if (generation === this.#generation) this.#fail("The notification could not be marked as read.");
+    }
+  }
+
+  /** Archives the item: it leaves the list at once; the change frame that follows finds it gone already. */
+  async #archive(id: string): Promise<void> {
+    const settings = this.#settings;
+    if (!settings) return;
+    const generation = this.#generation;
+    try {
+      const answer = await archive(settings, id);
+      if (generation !== this.#generation) return;
+      this.#notice = "";
+      this.#items = this.#items.filter((item) => item.id !== id);
+      if (this.#state !== "live") this.#setUnread(answer.unread_count, true);
+      this.#render();
+    } catch {
+      if (generation === this.#generation) this.#fail("The notification could not be archived.");
     }
   }
 
@@ -418,10 +504,17 @@ export class HeraldInbox extends HTMLElement {
     this.#status.textContent = status;
     this.#empty.hidden = this.#items.length > 0 || !loaded;
     this.#list.hidden = this.#items.length === 0;
+    this.#more.hidden = this.#complete || this.#items.length === 0;
+    this.#more.disabled = this.#loadingMore;
+    this.#more.textContent = this.#loadingMore ? "Loading…" : "Load more";
 
     const wanted = new Set(this.#items.map((item) => item.id));
+    // An item that leaves (archived) while it holds the focus hands it to the item in its place, else the list.
+    let focusAt: number | undefined;
+    const focused = this.#root.activeElement;
     for (const [id, view] of this.#views) {
       if (wanted.has(id)) continue;
+      if (focused && view.contains(focused)) focusAt = [...this.#list.children].indexOf(view);
       view.remove();
       this.#views.delete(id);
     }
@@ -430,7 +523,12 @@ export class HeraldInbox extends HTMLElement {
       const key = viewKey(item);
       let view = this.#views.get(item.id);
       if (!view || this.#viewKeys.get(view) !== key) {
-        const fresh = itemView(item, { now, server: this.#settings?.server ?? location.origin, read: (id) => void this.#read(id) });
+        const fresh = itemView(item, {
+          now,
+          server: this.#settings?.server ?? location.origin,
+          read: (id) => void this.#read(id),
+          archive: (id) => void this.#archive(id),
+        });
         this.#viewKeys.set(fresh, key);
         if (view) {
           // The item changed (read): keep the keyboard where it was instead of dropping focus to the page.
@@ -449,5 +547,9 @@ export class HeraldInbox extends HTMLElement {
       const at = this.#list.children[index];
       if (at !== view) this.#list.insertBefore(view, at ?? null);
     });
+    if (focusAt !== undefined) {
+      const next = this.#list.children[Math.min(focusAt, this.#list.children.length - 1)];
+      (next instanceof HTMLElement ? next : this.#list).focus();
+    }
   }
 }

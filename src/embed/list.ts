@@ -1,6 +1,7 @@
 import type { InboxChange } from "../client/watch";
 import type { InboxNotification } from "../inbox/model";
-import { checkIcon, fullTime, h, relativeTime, safeHref } from "./dom";
+import { markdownFragment } from "../markdown/dom";
+import { actionHref, archiveIcon, checkIcon, fullTime, h, itemIcon, relativeTime } from "./dom";
 
 /**
  * The embed's list: how a change frame moves the items it shows, and the view of one item. Apart from the element
@@ -14,7 +15,20 @@ export function visible(item: InboxNotification): boolean {
 
 /** What decides an item's view: a new key rebuilds it. */
 export function viewKey(item: InboxNotification): string {
-  return JSON.stringify([item.read_at !== null, item.title, item.content, item.created_at, item.actions]);
+  return JSON.stringify([item.read_at !== null, item.title, item.content, item.created_at, item.actions, item.icon]);
+}
+
+/**
+ * Markdown as the text a person reads, for what must stay plain: a title (docs/embed.md, "What it does"), an
+ * accessible name, an announcement.
+ */
+export function plainText(markdown: string): string {
+  return (markdownFragment(markdown).textContent ?? "").trim();
+}
+
+/** Takes the notification the way the page's `herald-notification` listeners get it: its title in plain text. */
+export function withPlainTitle(item: InboxNotification): InboxNotification {
+  return { ...item, title: plainText(item.title) };
 }
 
 /**
@@ -42,30 +56,44 @@ export function applyChange(
   };
 }
 
-/** One item's view: unread items are read by a click, Enter, or their button; action links open in a new tab. */
-export function itemView(item: InboxNotification, options: { now: number; server: string; read: (id: string) => void }): HTMLLIElement {
-  const { now, server, read } = options;
+/**
+ * One item's view: unread items are read by a click, Enter, or their button; links open in a new tab. The title is
+ * plain text; the content is the notification's Markdown as safe elements (src/markdown/dom.ts).
+ */
+export function itemView(
+  item: InboxNotification,
+  options: { now: number; server: string; read: (id: string) => void; archive: (id: string) => void },
+): HTMLLIElement {
+  const { now, server, read, archive } = options;
   const unread = item.read_at === null;
+  const title = plainText(item.title);
+  const name = title || plainText(item.content);
   const links = item.actions.flatMap((action) => {
-    const href = safeHref(action.url, server);
-    return href ? [h("a", { href, part: "action", target: "_blank", rel: "noopener noreferrer" }, action.label || href)] : [];
+    const href = actionHref(action.url, server);
+    return href ? [h("a", { href, class: "action", part: "action", target: "_blank", rel: "noopener noreferrer" }, action.label || href)] : [];
   });
   const markButton =
     unread &&
-    h(
-      "button",
-      { type: "button", class: "read", part: "mark-read", "aria-label": `Mark as read: ${item.title || item.content}`, title: "Mark as read" },
-      checkIcon(),
-    );
+    h("button", { type: "button", class: "round", part: "mark-read", "aria-label": `Mark as read: ${name}`, title: "Mark as read" }, checkIcon());
+  const archiveButton = h(
+    "button",
+    { type: "button", class: "round", part: "archive", "aria-label": `Archive: ${name}`, title: "Archive" },
+    archiveIcon(),
+  );
+  archiveButton.addEventListener("click", () => archive(item.id));
+  const icon = itemIcon(item.icon);
+  const content = h("div", { class: "content", part: "content", dir: "auto", hidden: item.content === "" });
+  content.appendChild(markdownFragment(item.content));
   const view = h(
     "li",
     { class: unread ? "unread" : undefined, part: unread ? "item unread" : "item", tabindex: "-1" },
     h("span", { class: "dot", "aria-hidden": "true" }),
+    icon && h("span", { class: "icon", part: "icon", "aria-hidden": "true" }, icon),
     h(
       "div",
       { class: "body" },
-      h("p", { class: "title", part: "title", dir: "auto" }, unread && h("span", { class: "sr" }, "Unread: "), item.title),
-      h("p", { class: "content", part: "content", dir: "auto", hidden: item.content === "" }, item.content),
+      h("p", { class: "title", part: "title", dir: "auto" }, unread && h("span", { class: "sr" }, "Unread: "), title),
+      content,
       h(
         "p",
         { class: "meta" },
@@ -73,10 +101,10 @@ export function itemView(item: InboxNotification, options: { now: number; server
       ),
       links.length > 0 && h("p", { class: "actions" }, ...links),
     ),
-    markButton,
+    h("div", { class: "buttons" }, markButton, archiveButton),
   );
   if (unread) {
-    // Clicking the item reads it (as its button does); a link also opens, in a new tab.
+    // Clicking the item reads it (as its button does); a link also opens, in a new tab. Archive does only that.
     view.addEventListener("click", (event) => {
       if (event.composedPath().some((node) => node instanceof HTMLButtonElement && node !== markButton)) return;
       read(item.id);

@@ -85,15 +85,40 @@ li:not(.unread) .dot { visibility: hidden; }
 .body { flex: 1; min-width: 0; }
 .body p { margin: 0; overflow-wrap: anywhere; }
 .title { font-size: 0.875rem; font-weight: 600; }
-.content { margin-top: 0.125rem !important; font-size: 0.8125rem; color: var(--_muted); white-space: pre-line; }
+.content { margin-top: 0.125rem; font-size: 0.8125rem; color: var(--_muted); overflow-wrap: anywhere; }
+.content > :first-child { margin-top: 0; }
+.content p, .content ul, .content ol, .content pre, .content blockquote { margin: 0.25rem 0 0; }
+.content ul, .content ol { padding-inline-start: 1.25rem; }
+.content blockquote { padding-inline-start: 0.5rem; border-inline-start: 3px solid var(--_border); }
+.content code {
+  padding: 0 0.25rem; border-radius: 3px; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+  font-size: 0.75rem; background: color-mix(in srgb, var(--_text) 10%, transparent); color: var(--_text);
+}
+.content pre { padding: 0.375rem 0.5rem; overflow-x: auto; border-radius: 4px; background: color-mix(in srgb, var(--_text) 10%, transparent); }
+.content pre code { padding: 0; background: none; }
+.content hr { border: 0; border-top: 1px solid var(--_border); }
+.content a { font-weight: 400; text-decoration: underline; }
 .meta { margin-top: 0.25rem !important; font-size: 0.75rem; color: var(--_muted); }
-.actions { display: flex; flex-wrap: wrap; gap: 0.75rem; margin-top: 0.375rem !important; }
+.actions { display: flex; flex-wrap: wrap; gap: 0.5rem; margin-top: 0.375rem !important; }
 a { color: var(--_accent); font-size: 0.8125rem; font-weight: 600; }
-.read {
-  flex: none; display: inline-flex; align-items: center; justify-content: center; width: 1.75rem; height: 1.75rem;
+.action {
+  display: inline-block; padding: 0.125rem 0.625rem; border: 1px solid var(--_accent); border-radius: 999px;
+  background: var(--_bg); text-decoration: none;
+}
+.action:hover { background: color-mix(in srgb, var(--_accent) 12%, var(--_bg)); }
+.icon { flex: none; display: inline-flex; width: 1.5rem; height: 1.5rem; color: var(--_muted); }
+.icon svg, .icon img { width: 1.5rem; height: 1.5rem; border-radius: 4px; }
+.buttons { flex: none; display: flex; flex-direction: column; gap: 0.375rem; }
+.round {
+  display: inline-flex; align-items: center; justify-content: center; width: 1.75rem; height: 1.75rem;
   padding: 0; border: 1px solid var(--_border); border-radius: 50%; background: var(--_bg); color: var(--_accent);
 }
-.read svg { width: 1rem; height: 1rem; }
+.round svg { width: 1rem; height: 1rem; }
+.foot {
+  display: flex; align-items: center; justify-content: space-between; gap: 0.5rem;
+  padding: 0.375rem 0.875rem; border-top: 1px solid var(--_border);
+}
+.foot a { margin-inline-start: auto; text-decoration: none; }
 .status, .empty { margin: 0; padding: 1rem 0.875rem; font-size: 0.875rem; color: var(--_muted); text-align: center; }
 `;
 

@@ -16,7 +16,13 @@ export function decodeReferences(text: string): string {
   return text.replace(/&([A-Za-z][A-Za-z0-9]{0,31});/g, (whole, name: string) => {
     let value = decoded.get(name);
     if (value === undefined) {
-      const parsed = new DOMParser().parseFromString(`&${name};`, "text/html").body.textContent ?? whole;
+      let parsed = whole;
+      try {
+        parsed = new DOMParser().parseFromString(`&${name};`, "text/html").body.textContent ?? whole;
+      } catch {
+        // A host page that enforces Trusted Types refuses a string here (docs/embed.md, "Content-Security-Policy"):
+        // the reference then stays as written, as an unknown name does.
+      }
       // A known name is one or two characters. Anything longer is a browser reading a known prefix (`&notit;` as
       // "¬it;"), which the e-mail does not do (references.ts): such a name stays as written there and here.
       value = [...parsed].length <= 2 ? parsed : whole;

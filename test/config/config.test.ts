@@ -23,6 +23,14 @@ describe("configuration (docs/configuration.md): invalid settings fail loudly, n
     ["a sender with a line break", { EMAIL_FROM: "Herald\r\nBcc: x@evil.example <alerts@example.com>" }, /EMAIL_FROM/],
     ["a bare-label EHLO name", { EMAIL_HELLO: "localhost" }, /EMAIL_HELLO/],
     ["a maximum age that is no duration", { NOTIFICATIONS_MAX_AGE: "forever" }, /NOTIFICATIONS_MAX_AGE/],
+    ["an embed signing key without an id", { EMBED_SIGNING_KEYS: "0123456789abcdefghijklmnopqrstuvwxyz" }, /EMBED_SIGNING_KEYS/],
+    ["an embed signing key with a short secret", { EMBED_SIGNING_KEYS: "k1:short" }, /EMBED_SIGNING_KEYS/],
+    ["an embed key id with a dot", { EMBED_SIGNING_KEYS: "k.1:0123456789abcdefghijklmnopqrstuvwxyz" }, /EMBED_SIGNING_KEYS/],
+    [
+      "an embed key id given twice",
+      { EMBED_SIGNING_KEYS: "k1:0123456789abcdefghijklmnopqrstuvwxyz,k1:zyxwvutsrqponmlkjihgfedcba9876543210" },
+      /EMBED_SIGNING_KEYS/,
+    ],
   ];
   for (const [name, overrides, variable] of invalid) {
     it(`rejects ${name}`, () => {
@@ -33,6 +41,8 @@ describe("configuration (docs/configuration.md): invalid settings fail loudly, n
 
   it("never puts a secret's value in the error", () => {
     expect(() => configWith({ SECRET_KEY: "tiny-secret" })).not.toThrow(/tiny-secret/);
+    expect(() => configWith({ EMBED_SIGNING_KEYS: "k1:tiny-embed-secret" })).not.toThrow(/tiny-embed-secret/);
+    expect(() => configWith({ EMBED_SIGNING_KEYS: "tiny-embed-secret-without-an-id" })).not.toThrow(/tiny-embed/);
   });
 
   it("parses durations, lists and the origin", () => {
@@ -49,6 +59,17 @@ describe("configuration (docs/configuration.md): invalid settings fail loudly, n
     expect(config.CORS_ALLOWED_ORIGINS).toEqual(["https://a.example.com", "https://b.example.com"]);
     expect(config.origin).toBe("https://herald.example.com");
     expect(config.secure).toBe(true);
+  });
+
+  it("reads EMBED_SIGNING_KEYS as key id → secret, several at once (docs/configuration.md)", () => {
+    const config = configWith({
+      EMBED_SIGNING_KEYS: " 2026-a:0123456789abcdefghijklmnopqrstuvwxyz:+/= , 2025_b:zyxwvutsrqponmlkjihgfedcba9876543210 ",
+    });
+    expect([...config.EMBED_SIGNING_KEYS]).toEqual([
+      ["2026-a", "0123456789abcdefghijklmnopqrstuvwxyz:+/="],
+      ["2025_b", "zyxwvutsrqponmlkjihgfedcba9876543210"],
+    ]);
+    expect(configWith({ EMBED_SIGNING_KEYS: "" }).EMBED_SIGNING_KEYS.size).toBe(0);
   });
 
   it("derives the e-mail sender, the EHLO name and the maximum age (docs/email.md)", () => {

@@ -1,3 +1,5 @@
+import { createHash, createHmac, randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Browser, BrowserContext, Page, WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -6,12 +8,15 @@ import { freePort, type RunningHerald, startHerald } from "./herald";
 
 // The embeddable inbox (docs/embed.md) in a real Chromium, on a host page of another origin that Herald
 // lists in CORS_ALLOWED_ORIGINS, under a strict Content-Security-Policy like the one docs/embed.md asks of hosts.
-// Herald is started by npm start's machinery; the host page and its "backend" (which hands the page a narrow API
-// token) are a small Node server. The host page answers on two origins Herald allows (127.0.0.1 for token mode,
+// Herald is started by npm start's machinery; the host page and its "backend" (which signs the page an embed token
+// on every load, as docs/embed.md's Node example does, with no call to Herald) are a small Node server. The host page answers on two origins Herald allows (127.0.0.1 for token mode,
 // localhost for cookie mode: same site as Herald) and on a third port Herald does not allow.
 
 const OWNER = { email: "embed-owner@herald.test", username: "embed-owner", password: "saffron-glacier-7-lantern" };
-const EMBED_SCOPES = ["inbox_notification:read", "inbox_notification:update"];
+/** The key Herald and the host's backend share (EMBED_SIGNING_KEYS, docs/configuration.md). */
+const SIGNING = { id: "e2e-2026", key: randomBytes(32).toString("base64url") };
+/** What every embed token starts with: the leak checks look for it anywhere on the page. */
+const TOKEN_MARK = "herald-embed.v1.";
 
 let herald: RunningHerald;
 let host: Server[] = [];
@@ -19,15 +24,34 @@ let hostPort: number;
 let otherPort: number;
 let browser: Browser;
 let ownerSession: string;
-/** The token the host's backend hands its page (GET /token): minted for the embed, with the narrow scopes only. */
-let embedToken: string;
+let ownerId: string;
+/** Every token the host's backend signed, one per request for one. */
+const signed: string[] = [];
+
+/** The host's backend, as docs/embed.md ("Signed embed tokens") shows it in Node: HMAC-SHA256, base64url. */
+function heraldEmbedToken(userId: string, seconds = 3600): string {
+  const payload = `herald-embed.v1.${SIGNING.id}.${userId}.${Math.floor(Date.now() / 1000) + seconds}`;
+  const token = `${payload}.${createHmac("sha256", SIGNING.key).update(payload).digest("base64url")}`;
+  signed.push(token);
+  return token;
+}
+
+/** The README's embed snippet, as it stands, pointed at this Herald; and the hash that lets the host policy run its inline script. */
+function readmeSnippet(heraldUrl: string): { html: string; scriptHash: string } {
+  const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+  const block = /```html\n(<script type="module" src="https:\/\/herald\.example\.com\/embed\/inbox\.js"><\/script>[\s\S]*?)```/.exec(readme)?.[1];
+  if (!block) throw new Error("README.md has no embed snippet");
+  const html = block.replaceAll("https://herald.example.com", heraldUrl);
+  const inline = /<script type="module">([\s\S]*?)<\/script>/.exec(html)?.[1] ?? "";
+  return { html, scriptHash: createHash("sha256").update(inline).digest("base64") };
+}
 
 /** What the host page's policy allows: its own files, the embed's script, and API calls and the socket to Herald. */
-function hostPolicy(heraldUrl: string): string {
+function hostPolicy(heraldUrl: string, scriptHash?: string): string {
   const socket = heraldUrl.replace(/^http/, "ws");
   return [
     "default-src 'none'",
-    `script-src 'self' ${heraldUrl}`,
+    `script-src 'self' ${heraldUrl}${scriptHash ? ` 'sha256-${scriptHash}'` : ""}`,
     `connect-src 'self' ${heraldUrl} ${socket}`,
     "style-src 'self'",
     "img-src 'self'",
@@ -84,8 +108,13 @@ function hostHandler(heraldUrl: string) {
     else if (path === "/host.css") send("text/css", HOST_CSS);
     else if (path === "/events.js") send("text/javascript", EVENTS_JS);
     else if (path === "/host.js") send("text/javascript", HOST_JS);
-    else if (path === "/token") send("application/json", JSON.stringify({ token: embedToken }));
-    else res.writeHead(404).end();
+    else if (path === "/token") send("application/json", JSON.stringify({ token: heraldEmbedToken(ownerId) }));
+    else if (path === "/herald-token") send("text/plain", heraldEmbedToken(ownerId));
+    else if (path === "/readme") {
+      const { html, scriptHash } = readmeSnippet(heraldUrl);
+      const page = `<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>Host app</title>\n<script type="module" src="/events.js"></script>\n</head>\n<body>\n<header><h1>Host app</h1><nav aria-label="Account">${html}</nav></header>\n</body>\n</html>`;
+      send("text/html", page, { "Content-Security-Policy": hostPolicy(heraldUrl, scriptHash) });
+    } else res.writeHead(404).end();
   };
 }
 
@@ -199,7 +228,10 @@ describe.skipIf(!browserAvailable)("<herald-inbox>: the embeddable inbox in a re
     hostPort = await freePort();
     otherPort = await freePort();
     const port = await freePort();
-    herald = await startHerald(port, { CORS_ALLOWED_ORIGINS: `http://127.0.0.1:${hostPort},http://localhost:${hostPort}` });
+    herald = await startHerald(port, {
+      CORS_ALLOWED_ORIGINS: `http://127.0.0.1:${hostPort},http://localhost:${hostPort}`,
+      EMBED_SIGNING_KEYS: `${SIGNING.id}:${SIGNING.key}`,
+    });
     host = [createServer(hostHandler(herald.url)), createServer(hostHandler(herald.url))];
     await listen(host[0] as Server, hostPort);
     await listen(host[1] as Server, otherPort);
@@ -209,10 +241,7 @@ describe.skipIf(!browserAvailable)("<herald-inbox>: the embeddable inbox in a re
     const login = await api("POST", "/users/login", { email: OWNER.email, password: OWNER.password }, "");
     expect(login.status).toBe(201);
     ownerSession = ((await login.json()) as { session_token: string }).session_token;
-    // What a host's backend would do once per user: mint a token that can only read and update the inbox.
-    const minted = await api("POST", "/users/me/keys/tokens", { token_name: "embed", scopes: EMBED_SCOPES });
-    expect(minted.status).toBe(201);
-    embedToken = ((await minted.json()) as { key: string }).key;
+    ownerId = ((await (await api("GET", "/users/me")).json()) as { id: string }).id;
 
     await send("Welcome aboard");
     await send("Build finished");
@@ -225,7 +254,7 @@ describe.skipIf(!browserAvailable)("<herald-inbox>: the embeddable inbox in a re
     await herald?.stop();
   });
 
-  describe("with a token, on an allowed origin", () => {
+  describe("with a signed embed token, on an allowed origin", () => {
     let context: BrowserContext;
     let page: Page;
     let problems: string[];
@@ -335,7 +364,7 @@ describe.skipIf(!browserAvailable)("<herald-inbox>: the embeddable inbox in a re
           property: el?.token,
           ownProperties: el ? Object.getOwnPropertyNames(el) : [],
         };
-      }, embedToken);
+      }, TOKEN_MARK);
       expect(leaks).toEqual({
         url: false,
         localStorage: false,
@@ -349,7 +378,7 @@ describe.skipIf(!browserAvailable)("<herald-inbox>: the embeddable inbox in a re
       });
       // Nor in any URL the page asked for: the watch offers it as a subprotocol, the API calls as a header.
       expect(requested.some((u) => u.includes("/api/v2/notifications/inbox/watch"))).toBe(true);
-      expect(requested.filter((u) => u.includes(embedToken))).toEqual([]);
+      expect(requested.filter((u) => u.includes(TOKEN_MARK))).toEqual([]);
       expect(problems).toEqual([]);
       expect((await view(page)).policyViolations).toEqual([]);
     });
@@ -427,7 +456,7 @@ describe.skipIf(!browserAvailable)("<herald-inbox>: the embeddable inbox in a re
             call,
           };
         },
-        { server: herald.url, token: embedToken },
+        { server: herald.url, token: heraldEmbedToken(ownerId) },
       );
       expect(blocked).toEqual({ defined: false, shadow: null, call: "refused" });
       // Herald itself answers the script, without the CORS header a module script needs.
@@ -465,5 +494,130 @@ describe.skipIf(!browserAvailable)("<herald-inbox>: the embeddable inbox in a re
     } finally {
       await context.close();
     }
+  });
+
+  it("the README's snippet, with a backend that signs a token per page load and never calls Herald, still works on the 150th load (docs/embed.md, Signed embed tokens)", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const problems = watchConsole(page);
+    const tokensBefore = ((await (await api("GET", "/users/me/keys/tokens")).json()) as unknown[]).length;
+    const signedBefore = signed.length;
+    try {
+      for (let load = 1; load <= 150; load++) {
+        await page.goto(`http://127.0.0.1:${hostPort}/readme`);
+        await until(page, `load ${load} to go live`, (v) => v.state === "live" && v.unreadCount !== undefined);
+      }
+      // The 150th load lists (the panel shows what the API lists) and is live (a new notification arrives).
+      await bell(page).click();
+      const listed = (await (await api("GET", "/notifications/inbox?limit=20")).json()) as { notifications: { title: string }[] };
+      const shown = await until(page, "the list of the 150th load", (v) => v.panelOpen && v.items.length === listed.notifications.length);
+      expect(shown.items.map((i) => i.title)).toEqual(listed.notifications.map((n) => n.title.replaceAll("**", "")));
+      await send("After 150 loads");
+      await until(page, "a live notification on the 150th load", (v) => v.items[0]?.title === "After 150 loads");
+      expect(signed.length - signedBefore).toBe(150);
+      // Nothing piled up in Herald: no API token was made for any of those loads.
+      expect(((await (await api("GET", "/users/me/keys/tokens")).json()) as unknown[]).length).toBe(tokensBefore);
+      expect(problems).toEqual([]);
+      expect((await view(page)).policyViolations).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 300_000);
+
+  describe("rich text, archive, paging and the full inbox (docs/embed.md, What it does)", () => {
+    let context: BrowserContext;
+    let page: Page;
+    let problems: string[];
+    const content = () => page.locator("herald-inbox").locator("[part~=item]", { hasText: "Rich text" }).locator("[part=content]");
+
+    beforeAll(async () => {
+      context = await browser.newContext();
+      // The links' targets, answered here: the test follows them without leaving the machine.
+      await context.route("https://ci.example.com/**", (route) =>
+        route.fulfill({ status: 200, contentType: "text/html", body: "<title>CI</title>" }),
+      );
+      expect(
+        (
+          await api("POST", "/notifications/custom", {
+            content: {
+              title: "Rich text",
+              message: "See [the log](https://ci.example.com/42), `npm test`, and [this](javascript:alert(1)).\n\n- one\n- two",
+            },
+          })
+        ).status,
+      ).toBe(204);
+      page = await context.newPage();
+      problems = watchConsole(page);
+      await page.goto(`http://127.0.0.1:${hostPort}/`);
+      await until(page, "the watch to be live", (v) => v.state === "live");
+      await bell(page).click();
+      await until(page, "the panel to open", (v) => v.panelOpen && v.items.some((i) => i.title === "Rich text"));
+    });
+
+    afterAll(async () => {
+      await context?.close();
+    });
+
+    it("shows Markdown as rich text: a link that opens in a new tab, code, a list; a javascript: link stays text (docs/embed.md, Security notes)", async () => {
+      const links = await content()
+        .locator("a")
+        .evaluateAll((as) =>
+          as.map((a) => ({ text: a.textContent, href: a.getAttribute("href"), target: a.getAttribute("target"), rel: a.getAttribute("rel") })),
+        );
+      expect(links).toEqual([{ text: "the log", href: "https://ci.example.com/42", target: "_blank", rel: "noopener noreferrer" }]);
+      expect(await content().locator("code").textContent()).toBe("npm test");
+      expect(await content().locator("li").allTextContents()).toEqual(["one", "two"]);
+      expect(await content().textContent()).toContain("and this.");
+      const popup = context.waitForEvent("page");
+      await content().locator("a").click();
+      const opened = await popup;
+      await opened.waitForLoadState();
+      expect(opened.url()).toBe("https://ci.example.com/42");
+      await opened.close();
+    });
+
+    it('"View all" opens the dashboard at Herald\'s / (docs/embed.md, What it does)', async () => {
+      const link = page.locator("herald-inbox").locator("[part=view-all]");
+      expect(await link.getAttribute("href")).toBe(`${herald.url}/`);
+      const popup = context.waitForEvent("page");
+      await link.click();
+      const dashboard = await popup;
+      await dashboard.waitForLoadState();
+      expect(dashboard.url()).toBe(`${herald.url}/`);
+      expect(await dashboard.title()).toMatch(/Herald/);
+      await dashboard.close();
+    });
+
+    it("Archive takes the item out of the list, and the API agrees (docs/inbox.md, Item states)", async () => {
+      await item(page, "Rich text").locator("[part=archive]").click();
+      await until(page, "the archived item to leave the list", (v) => !v.items.some((i) => i.title === "Rich text"));
+      const archived = (await (await api("GET", "/notifications/inbox?archived=only&limit=100")).json()) as { notifications: { title: string }[] };
+      expect(archived.notifications.map((n) => n.title)).toContain("Rich text");
+      const listed = (await (await api("GET", "/notifications/inbox?limit=100")).json()) as { notifications: { title: string }[] };
+      expect(listed.notifications.map((n) => n.title)).not.toContain("Rich text");
+    });
+
+    it("30 more notifications: the list shows 20, and Load more shows the rest, once each (docs/embed.md, What it does)", async () => {
+      for (let i = 1; i <= 30; i++) await send(`Batch ${String(i).padStart(2, "0")}`);
+      const listed = (await (await api("GET", "/notifications/inbox?limit=100")).json()) as { notifications: { title: string }[] };
+      const titles = listed.notifications.map((n) => n.title.replaceAll("**", ""));
+      expect(titles.length).toBeGreaterThan(30);
+      await page.reload();
+      await until(page, "the watch to be live", (v) => v.state === "live");
+      await bell(page).click();
+      const first = await until(page, "the first page", (v) => v.panelOpen && v.items.length === 20);
+      expect(first.items.map((i) => i.title)).toEqual(titles.slice(0, 20));
+      const more = page.locator("herald-inbox").locator("[part=load-more]");
+      while (await more.isVisible()) {
+        const before = (await view(page)).items.length;
+        await more.click();
+        await until(page, "the next page", (v) => v.items.length > before || !v.items.length);
+      }
+      const all = await view(page);
+      expect(all.items.map((i) => i.title)).toEqual(titles);
+      await checkAccessible(page, "embed with rich text and every page loaded");
+      expect(problems).toEqual([]);
+      expect(all.policyViolations).toEqual([]);
+    });
   });
 });
