@@ -1,3 +1,4 @@
+import { iconPath } from "../inbox/icons";
 import { safeHref } from "../markdown/links";
 
 /**
@@ -63,23 +64,13 @@ export function actionHref(url: string, server: string): string | undefined {
   }
 }
 
-/** A notification's `icon` as the API gives it: an http(s) URL, or one of the default icons named by its template group. */
-const DEFAULT_ICONS: Record<string, string> = {
-  // A person.
-  DEFAULT_ICON_ACCOUNT: "M12 12a4 4 0 1 0 0-8 4 4 0 0 0 0 8Zm0 2c-4.4 0-8 2.2-8 5v1h16v-1c0-2.8-3.6-5-8-5Z",
-  // A screen.
-  DEFAULT_ICON_WORKSPACE: "M3 4h18v12H3V4Zm2 2v8h14V6H5Zm3 12h8v2H8v-2Z",
-  // Stacked layers.
-  DEFAULT_ICON_TEMPLATE: "m12 3 9 5-9 5-9-5 9-5Zm-7.2 9.4L12 16.4l7.2-4 1.8 1L12 18.4 3 13.4l1.8-1Z",
-  // A speech bubble.
-  DEFAULT_ICON_OTHER: "M4 4h16v12H8l-4 4V4Zm2 2v9.2L7.2 14H18V6H6Z",
-};
-
-export function itemIcon(name: string): Element | undefined {
-  const glyph = DEFAULT_ICONS[name];
-  if (glyph) return icon(glyph);
+/**
+ * A notification's `icon` as the API gives it: an http(s) URL is shown as an image (the host page's `img-src`
+ * decides whether it loads, docs/embed.md), anything else as the dashboard's glyph for that name (src/inbox/icons.ts).
+ */
+export function itemIcon(name: string): Element {
   const href = /^https?:/i.test(name) ? safeHref(name) : undefined;
-  return href ? h("img", { src: href, alt: "", referrerpolicy: "no-referrer", loading: "lazy" }) : undefined;
+  return href ? h("img", { src: href, alt: "", referrerpolicy: "no-referrer", loading: "lazy" }) : icon(iconPath(name));
 }
 
 const STEPS: [number, Intl.RelativeTimeFormatUnit][] = [

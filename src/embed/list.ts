@@ -88,7 +88,7 @@ export function itemView(
     "li",
     { class: unread ? "unread" : undefined, part: unread ? "item unread" : "item", tabindex: "-1" },
     h("span", { class: "dot", "aria-hidden": "true" }),
-    icon && h("span", { class: "icon", part: "icon", "aria-hidden": "true" }, icon),
+    h("span", { class: "icon", part: "icon", "aria-hidden": "true" }, icon),
     h(
       "div",
       { class: "body" },
