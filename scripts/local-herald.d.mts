@@ -5,5 +5,6 @@ export function startLocalHerald(options: {
   settings: Record<string, string>;
   label?: string;
   timeoutMs?: number;
+  mailCatcher?: boolean;
   onSpawn?: (stop: () => Promise<void>) => void;
-}): Promise<{ url: string; stop(): Promise<void> }>;
+}): Promise<{ url: string; mailUrl?: string; stop(): Promise<void> }>;
