@@ -7,4 +7,4 @@ export function startLocalHerald(options: {
   timeoutMs?: number;
   mailCatcher?: boolean;
   onSpawn?: (stop: () => Promise<void>) => void;
-}): Promise<{ url: string; mailUrl?: string; stop(): Promise<void> }>;
+}): Promise<{ url: string; mailUrl?: string; output(): string; stop(): Promise<void> }>;

@@ -103,10 +103,10 @@ function serverNode() {
  * with no EMAIL_SMARTHOST in `settings`); its page's address is then returned as `mailUrl`. Otherwise a missing
  * EMAIL_SMARTHOST is written to the env file as empty, which configures no mail server and tells npm start not to
  * start the catcher (docs/deployment.md, "Running locally"), so the walkthrough and the suites see no mail server
- * unless they name one.
+ * unless they name one. `output()` is what npm start's machinery has printed so far.
  *
  * @param {{ port: number, settings: Record<string, string>, label?: string, timeoutMs?: number, mailCatcher?: boolean, onSpawn?: (stop: () => Promise<void>) => void }} options
- * @returns {Promise<{ url: string, mailUrl?: string, stop(): Promise<void> }>}
+ * @returns {Promise<{ url: string, mailUrl?: string, output(): string, stop(): Promise<void> }>}
  */
 export async function startLocalHerald({ port, settings, label = "herald", timeoutMs = 120_000, mailCatcher = false, onSpawn }) {
   if (mailCatcher && "EMAIL_SMARTHOST" in settings) throw new Error("mailCatcher starts only when settings have no EMAIL_SMARTHOST");
@@ -181,5 +181,5 @@ export async function startLocalHerald({ port, settings, label = "herald", timeo
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  return { url, ...(mailPort === undefined ? {} : { mailUrl: `http://localhost:${mailPort}` }), stop };
+  return { url, ...(mailPort === undefined ? {} : { mailUrl: `http://localhost:${mailPort}` }), output: () => output, stop };
 }
