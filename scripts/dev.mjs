@@ -64,6 +64,44 @@ function accessUrlArgs() {
   if (files.some((file) => existsSync(file) && /^\s*ACCESS_URL\s*=/m.test(readFileSync(file, "utf8")))) return [];
   return ["--var", `ACCESS_URL:http://localhost:${port}`];
 }
+/** Whether `name` is set in the environment, a --var, or the file wrangler reads (the --env-file files, else .dev.vars, else .env). */
+function isSet(name) {
+  if (process.env[name] !== undefined) return true;
+  if (extra.some((arg, i) => extra[i - 1] === "--var" && arg.startsWith(`${name}:`))) return true;
+  const fallback = [devVars, path.join(root, ".env")].find((file) => existsSync(file));
+  const files = envFiles.length > 0 ? envFiles : fallback ? [fallback] : [];
+  const line = new RegExp(`^\\s*${name}\\s*=`, "m");
+  return files.some((file) => existsSync(file) && line.test(readFileSync(file, "utf8")));
+}
+
+/**
+ * E-mail goes to the local mail catcher (scripts/mail-catcher.mjs) unless EMAIL_SMARTHOST is set, to anything, even
+ * nothing: an environment variable, a --var, or a line in .dev.vars (or the --env-file files)
+ * (docs/deployment.md, "Running locally"). An EMAIL_SMARTHOST from the environment is handed to wrangler as a --var,
+ * like ACCESS_URL. MAIL_CATCHER_PORT picks the page's port (default 8025, or a free one when 8025 is taken).
+ */
+async function mailArgs() {
+  if (isSet("EMAIL_SMARTHOST")) {
+    const fromEnv = process.env.EMAIL_SMARTHOST;
+    const passed = extra.some((arg, i) => extra[i - 1] === "--var" && arg.startsWith("EMAIL_SMARTHOST:"));
+    return fromEnv && !passed ? ["--var", `EMAIL_SMARTHOST:${fromEnv}`] : [];
+  }
+  // Loaded only when used: the suites that pin EMAIL_SMARTHOST never start a catcher.
+  const { startMailCatcher } = await import("./mail-catcher.mjs");
+  const chosen = process.env.MAIL_CATCHER_PORT;
+  let catcher;
+  try {
+    catcher = await startMailCatcher({ webPort: chosen ? Number(chosen) : 8025 });
+  } catch (error) {
+    if (chosen || error?.code !== "EADDRINUSE") throw error;
+    catcher = await startMailCatcher({ webPort: 0 });
+  }
+  console.log(
+    `Mail catcher: e-mail Herald sends is at ${catcher.url} (SMTP on 127.0.0.1:${catcher.smtpPort}; set EMAIL_SMARTHOST to use a real server).`,
+  );
+  return ["--var", `EMAIL_SMARTHOST:127.0.0.1:${catcher.smtpPort}`, "--var", "EMAIL_TLS:none"];
+}
+
 const persistAt = extra.indexOf("--persist-to");
 const persist = persistAt >= 0 && extra[persistAt + 1] ? ["--persist-to", extra[persistAt + 1]] : [];
 
@@ -71,4 +109,5 @@ const persist = persistAt >= 0 && extra[persistAt + 1] ? ["--persist-to", extra[
 const migrated = await wrangler(["d1", "migrations", "apply", "DB", "--local", ...persist], { CI: "true" });
 if (migrated !== 0) process.exit(migrated);
 
-process.exit(await wrangler(["dev", "--port", port, "--ip", "localhost", ...accessUrlArgs(), ...extra]));
+const mail = await mailArgs();
+process.exit(await wrangler(["dev", "--port", port, "--ip", "localhost", ...accessUrlArgs(), ...mail, ...extra]));

@@ -5,6 +5,7 @@ export function startLocalHerald(options: {
   settings: Record<string, string>;
   label?: string;
   timeoutMs?: number;
+  mailCatcher?: boolean;
   onSpawn?: (stop: () => Promise<void>) => void;
   persistTo?: string;
-}): Promise<{ url: string; stop(): Promise<void> }>;
+}): Promise<{ url: string; mailUrl?: string; output(): string; stop(): Promise<void> }>;

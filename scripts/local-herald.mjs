@@ -101,21 +101,33 @@ function serverNode() {
  * `persistTo` names a directory of the caller's instead: its database and inbox objects outlive `stop()`, so a second
  * start on it is the same Herald restarted (the caller removes it).
  *
- * @param {{ port: number, settings: Record<string, string>, label?: string, timeoutMs?: number, onSpawn?: (stop: () => Promise<void>) => void, persistTo?: string }} options
- * @returns {Promise<{ url: string, stop(): Promise<void> }>}
+ * npm start's mail catcher (scripts/mail-catcher.mjs) starts only for a caller that asks for it (`mailCatcher`,
+ * with no EMAIL_SMARTHOST in `settings`); its page's address is then returned as `mailUrl`. Otherwise a missing
+ * EMAIL_SMARTHOST is written to the env file as empty, which configures no mail server and tells npm start not to
+ * start the catcher (docs/deployment.md, "Running locally"), so the walkthrough and the suites see no mail server
+ * unless they name one. `output()` is what npm start's machinery has printed so far.
+ *
+ * @param {{ port: number, settings: Record<string, string>, label?: string, timeoutMs?: number, mailCatcher?: boolean, onSpawn?: (stop: () => Promise<void>) => void, persistTo?: string }} options
+ * @returns {Promise<{ url: string, mailUrl?: string, output(): string, stop(): Promise<void> }>}
  */
-export async function startLocalHerald({ port, settings, label = "herald", timeoutMs = 120_000, onSpawn, persistTo }) {
+export async function startLocalHerald({ port, settings, label = "herald", timeoutMs = 120_000, mailCatcher = false, onSpawn, persistTo }) {
+  if (mailCatcher && "EMAIL_SMARTHOST" in settings) throw new Error("mailCatcher starts only when settings have no EMAIL_SMARTHOST");
+  const mailPort = mailCatcher ? await freePort() : undefined;
+  const written = mailCatcher || "EMAIL_SMARTHOST" in settings ? settings : { ...settings, EMAIL_SMARTHOST: "" };
   const persist = persistTo ?? mkdtempSync(path.join(tmpdir(), `${label}-`));
   const envFile = path.join(persist, "herald.env");
   writeFileSync(
     envFile,
-    `${Object.entries(settings)
+    `${Object.entries(written)
       .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
       .join("\n")}\n`,
     { mode: 0o600 },
   );
   const env = { ...process.env, PORT: String(port), ...OFFLINE_ENV, CI: "true" };
   delete env.ACCESS_URL;
+  delete env.EMAIL_SMARTHOST;
+  delete env.MAIL_CATCHER_PORT;
+  if (mailPort !== undefined) env.MAIL_CATCHER_PORT = String(mailPort);
   env.PATH = `${path.join(root, "node_modules", ".bin")}${path.delimiter}${env.PATH ?? ""}`;
   const child = spawn(serverNode(), ["scripts/dev.mjs", "--persist-to", persist, "--env-file", envFile], {
     cwd: root,
@@ -171,5 +183,5 @@ export async function startLocalHerald({ port, settings, label = "herald", timeo
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  return { url, stop };
+  return { url, ...(mailPort === undefined ? {} : { mailUrl: `http://localhost:${mailPort}` }), output: () => output, stop };
 }

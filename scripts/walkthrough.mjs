@@ -47,14 +47,16 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
 /**
  * `npm start` (scripts/dev.mjs) on a free port with a fresh local database in a temporary directory. Its settings
  * come from an env file of its own (with --env-file, wrangler ignores the developer's .dev.vars), so the examples
- * show a fresh clone's defaults: wrangler.toml's [vars], a SECRET_KEY, and ACCESS_URL as on port 8787.
+ * show a fresh clone's defaults: wrangler.toml's [vars], a SECRET_KEY, and ACCESS_URL as on port 8787. No mail
+ * server, not even npm start's mail catcher (EMAIL_SMARTHOST empty): the message log's example shows what a
+ * deployment without one records (docs/deployment.md, "The mail catcher").
  */
 async function startHerald() {
   const port = await freePort();
   return startLocalHerald({
     port,
     label: "herald-walkthrough",
-    settings: { SECRET_KEY: randomBytes(48).toString("base64url"), ACCESS_URL: "http://localhost:8787" },
+    settings: { SECRET_KEY: randomBytes(48).toString("base64url"), ACCESS_URL: "http://localhost:8787", EMAIL_SMARTHOST: "" },
     onSpawn: (stop) => {
       stopOnSignal = stop;
     },
@@ -251,8 +253,8 @@ async function walkthrough() {
   });
 
   await step("walkthrough", {
-    text: `**4. Send yourself a notification.** It lands in your inbox (and goes to the default external method,
-\`smtp\`; with no mail server configured locally, that copy is recorded as failed):`,
+    text: `**4. Send yourself a notification.** It lands in your inbox, and goes by the default external method,
+\`smtp\`, to \`npm start\`'s mail catcher ([deployment.md](docs/deployment.md#the-mail-catcher)):`,
     method: "POST",
     path: "/notifications/custom",
     body: { content: { title: "Deploy **done**", message: "See [the log](https://ci.example.com/42)." } },
@@ -359,8 +361,9 @@ unknown actions or types, and \`resource_id\`s that do not exist, answer \`false
     as: "GRACE",
   });
   const log = await step("message-log", {
-    text: `The owner reads the delivery log. Locally the e-mail copy was recorded as failed for good when it was
-enqueued, because no mail server is configured:`,
+    text: `The owner reads the delivery log. With no mail server configured (these examples run \`npm start\` with
+\`EMAIL_SMARTHOST\` empty, so without its mail catcher), the e-mail copy was recorded as failed for good when it was
+enqueued:`,
     path: "/notifications/messages?method=smtp&user_id=$GRACE_ID&limit=1",
     as: "TOKEN",
     until: (json) => json?.messages?.length === 1,

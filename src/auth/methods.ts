@@ -1,11 +1,13 @@
 import type { Config } from "../config/config";
 import { githubProvider } from "../external/github";
 import { oidcProvider } from "../external/oidc";
+import { passcodeDeliverable } from "../notifications/configured";
 
 /** Which sign-in methods this server offers, in Coder's `AuthMethods` shape (GET /users/authmethods; docs/api.md, Endpoints). */
 export interface AuthMethods {
   terms_of_service_url?: string;
-  password: { enabled: boolean };
+  /** `reset_passcode_deliverable` is Herald's own (docs/api.md, "Password reset by one-time passcode"). */
+  password: { enabled: boolean; reset_passcode_deliverable: boolean };
   /** `default_provider_configured` is Coder's built-in GitHub app; Herald has none. */
   github: { enabled: boolean; default_provider_configured: boolean };
   oidc: { enabled: boolean; signInText: string; iconUrl: string };
@@ -13,7 +15,7 @@ export interface AuthMethods {
 
 export function authMethods(config: Config): AuthMethods {
   return {
-    password: { enabled: !config.PASSWORD_AUTH_DISABLED },
+    password: { enabled: !config.PASSWORD_AUTH_DISABLED, reset_passcode_deliverable: passcodeDeliverable(config) },
     github: { enabled: githubProvider.configured(config), default_provider_configured: false },
     oidc: { enabled: oidcProvider.configured(config), signInText: config.OIDC_SIGN_IN_TEXT ?? "", iconUrl: config.OIDC_ICON_URL ?? "" },
   };

@@ -10,7 +10,13 @@ export const AuthMethods = named(
   "AuthMethods",
   z.strictObject({
     terms_of_service_url: z.string().optional(),
-    password: z.strictObject({ enabled: z.boolean() }),
+    password: z.strictObject({
+      enabled: z.boolean(),
+      reset_passcode_deliverable: described(
+        "Herald's own: whether a password-reset passcode can be sent at all (the default dispatch method is configured). The same for every address.",
+        z.boolean(),
+      ),
+    }),
     github: z.strictObject({
       enabled: z.boolean(),
       default_provider_configured: described("Always false: Herald has no built-in GitHub app.", z.boolean()),

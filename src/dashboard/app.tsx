@@ -81,7 +81,15 @@ export function App() {
   }
   if (state.kind === "setup") return <Frame>{<SetupPage />}</Frame>;
   if (state.kind === "signed-out") {
-    return <Frame>{route === "reset-password" ? <ResetPasswordPage /> : <SignInPage methods={state.methods} />}</Frame>;
+    return (
+      <Frame>
+        {route === "reset-password" ? (
+          <ResetPasswordPage deliverable={state.methods.password.reset_passcode_deliverable} />
+        ) : (
+          <SignInPage methods={state.methods} />
+        )}
+      </Frame>
+    );
   }
   return (
     <Frame me={state.me} route={route}>

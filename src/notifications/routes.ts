@@ -12,12 +12,14 @@ import type { AppEnv } from "../http/types";
 import { jsonBody, pathParams, queryParams } from "../http/validate";
 import { describeRoute, errors, NO_BODY, noPermission } from "../openapi/describe";
 import { redrive } from "./background";
+import { methodsConfigured } from "./configured";
 import { enqueueNotification } from "./enqueue";
 import { NotificationsMessages } from "./messages";
 import {
   customNotificationBody,
   ListNotificationMessagesResponse,
   messagesQuery,
+  NotificationMethodsConfigured,
   NotificationMethodsResponse,
   NotificationTemplate,
   settingsBody,
@@ -151,6 +153,25 @@ export const notificationRoutes = new Hono<AppEnv>()
     (c) => {
       assertScope(c, "deployment_config", "read");
       return c.json([{ available: ["smtp", "webhook"], default: c.get("config").NOTIFICATIONS_METHOD }], 200);
+    },
+  )
+  .get(
+    "/notifications/dispatch-methods/configured",
+    describeRoute({
+      operationId: "getNotificationDispatchMethodsConfigured",
+      summary: "Whether each dispatch method is configured (owners, auditors)",
+      description:
+        "Herald's own: `true` when the method's server is set (`EMAIL_SMARTHOST`, `NOTIFICATIONS_WEBHOOK_URL`). Says nothing about the server itself.",
+      tags: ["Notifications"],
+      access: "config-reader",
+      scope: "deployment_config:read",
+      responses: [{ status: 200, description: "One flag per method.", schema: NotificationMethodsConfigured }],
+      errors: noPermission("read the deployment configuration"),
+    }),
+    requireAuth,
+    (c) => {
+      assertCan(c, "read", { type: "deployment_config" });
+      return c.json(methodsConfigured(c.get("config")), 200);
     },
   )
   .get(

@@ -91,6 +91,19 @@ export const NotificationMethodsResponse = named(
   z.strictObject({ available: z.array(z.string()), default: z.enum(["smtp", "webhook"]) }),
 );
 
+/**
+ * `GET /notifications/dispatch-methods/configured` (docs/api.md, Notifications): whether each external method has what
+ * it needs to send, and nothing more — no host, port, address or credential (docs/security.md).
+ */
+export const NotificationMethodsConfigured = named(
+  "NotificationMethodsConfigured",
+  z.strictObject({
+    smtp: described("Whether EMAIL_SMARTHOST is set. Without it every e-mail copy fails at once.", z.boolean()),
+    webhook: described("Whether NOTIFICATIONS_WEBHOOK_URL is set. Without it every webhook copy fails.", z.boolean()),
+  }),
+  "Whether each dispatch method is configured; for owners and auditors, who may read the deployment's configuration.",
+);
+
 export const NotificationTemplate = named(
   "NotificationTemplate",
   z.strictObject({

@@ -44,10 +44,11 @@ export interface SuccessResponse {
  * - `anyone`: every signed-in user, on its own resources (a member included);
  * - `reader`: site-wide readers of the resource (owner, user-admin, auditor);
  * - `user-admin`: owners and user-admins;
+ * - `config-reader`: those who may read the deployment's configuration (owners and auditors);
  * - `owner`: owners only.
  * Public routes (no `requireAuth`) need none.
  */
-type Access = "anyone" | "reader" | "user-admin" | "owner";
+type Access = "anyone" | "reader" | "user-admin" | "config-reader" | "owner";
 
 /** A scope an API token may carry that names one action on one resource type (docs/authorization.md, "API token scopes"). */
 type ScopeName = { [T in ResourceType]: `${T}:${(typeof RESOURCE_ACTIONS)[T][number]}` }[ResourceType];

@@ -6,6 +6,10 @@ export { freePort };
 
 export interface RunningHerald {
   url: string;
+  /** The mail catcher's page, when started with `mailCatcher`. */
+  mailUrl?: string;
+  /** What npm start's machinery printed so far. */
+  output(): string;
   stop(): Promise<void>;
 }
 
@@ -13,12 +17,13 @@ export interface RunningHerald {
  * Starts Herald exactly as `npm start` does (scripts/dev.mjs: local migrations, wrangler dev), on the given port with
  * its own fresh local storage, and waits until it answers /healthz. Every configuration variable comes from an env
  * file of its own (PINNED_VARS, then `vars`, and a fresh SECRET_KEY): with --env-file, wrangler ignores the
- * developer's .dev.vars, so nothing local changes what the suite sees.
+ * developer's .dev.vars, so nothing local changes what the suite sees. `mailCatcher` starts npm start's mail catcher
+ * beside it, as `npm start` does without EMAIL_SMARTHOST.
  */
 export async function startHerald(
   port: number,
   vars: Record<string, string>,
-  options: { unset?: string[]; persistTo?: string } = {},
+  options: { unset?: string[]; mailCatcher?: boolean; persistTo?: string } = {},
 ): Promise<RunningHerald> {
   const settings: Record<string, string> = {
     ...PINNED_VARS,
@@ -28,6 +33,15 @@ export async function startHerald(
   };
   // `unset` leaves a variable to npm start's own defaults (e.g. ACCESS_URL following PORT).
   for (const key of options.unset ?? []) delete settings[key];
-  // `persistTo` keeps the storage across a stop and a start: the same Herald, restarted (an outage).
-  return startLocalHerald({ port, settings, label: "herald-e2e", timeoutMs: 90_000, ...(options.persistTo ? { persistTo: options.persistTo } : {}) });
+  // npm start's mail catcher starts only without any EMAIL_SMARTHOST, which PINNED_VARS pins to "" (docs/deployment.md).
+  if (options.mailCatcher) delete settings.EMAIL_SMARTHOST;
+  return startLocalHerald({
+    port,
+    settings,
+    label: "herald-e2e",
+    timeoutMs: 90_000,
+    mailCatcher: options.mailCatcher,
+    // `persistTo` keeps the storage across a stop and a start: the same Herald, restarted (an outage).
+    ...(options.persistTo ? { persistTo: options.persistTo } : {}),
+  });
 }

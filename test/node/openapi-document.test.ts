@@ -47,6 +47,7 @@ const WHO: Record<string, string> = {
   anyone: "any signed-in user, on their own resources",
   reader: "owner, user-admin, auditor",
   "user-admin": "owner, user-admin",
+  "config-reader": "owner, auditor",
   owner: "owner",
 };
 

@@ -39,6 +39,12 @@ const NOBODY = "nobody-at-all@nowhere.herald.test";
 
 const op = {
   dispatchMethods: { title: "N2 GET /notifications/dispatch-methods", method: "GET", path: () => "/notifications/dispatch-methods", readOnly: true },
+  methodsConfigured: {
+    title: "GET /notifications/dispatch-methods/configured",
+    method: "GET",
+    path: () => "/notifications/dispatch-methods/configured",
+    readOnly: true,
+  },
   getSettings: { title: "N7 GET /notifications/settings", method: "GET", path: () => "/notifications/settings", readOnly: true },
   putSettings: {
     title: "N8 PUT /notifications/settings (current value)",
@@ -141,6 +147,8 @@ const matrix = permissionMatrix({
  * "a user you may not read is 404, not 403"):
  * - The dispatch methods and the settings (GET) only need a signed-in caller; they check no resource, so every role
  *   reads them (a narrowed token needs the deployment_config:read scope).
+ * - Whether each dispatch method is configured is read deployment_config, site: owners and auditors; user-admins,
+ *   members and service accounts get 403.
  * - PUT /notifications/settings, POST /notifications/test and the message log are the owner's: update
  *   deployment_config, site-wide create/read notification_message. Everyone else — auditors, who may read
  *   deployment_config, included — gets 403. The owner's PUT with the value the setting already has is a 304.
@@ -167,6 +175,8 @@ const MATRIX: readonly Line<typeof NOTIFICATION_ACTORS, NotificationCase>[] = [
   //                                 anon  owner u-adm audit member system m:read o:read m:inbox
   // Every signed-in user may read these; a narrowed token needs the deployment_config:read scope (docs/security.md).
   [op.dispatchMethods, "—",         [401,  200,  200,  200,  200,   200,   403,   403,   403]],
+  // Which methods are configured is the deployment's configuration: read deployment_config, owners and auditors.
+  [op.methodsConfigured, "—",       [401,  200,  403,  200,  403,   403,   403,   403,   403]],
   [op.getSettings,     "—",         [401,  200,  200,  200,  200,   200,   403,   403,   403]],
   [op.putSettings,     "—",         [401,  304,  403,  403,  403,   403,   403,   403,   403]],
   [op.templatesSystem, "—",         [401,  200,  200,  200,  200,   200,   403,   403,   403]],

@@ -103,7 +103,7 @@ describe('GET /users/authmethods (docs/api.md, "Endpoints")', () => {
     const res = await call("GET", "/users/authmethods");
     expect(res.status).toBe(200);
     expect(await json(res)).toEqual({
-      password: { enabled: true },
+      password: { enabled: true, reset_passcode_deliverable: true },
       github: { enabled: true, default_provider_configured: false },
       oidc: { enabled: true, signInText: "", iconUrl: "" },
     });
@@ -119,11 +119,18 @@ describe('GET /users/authmethods (docs/api.md, "Endpoints")', () => {
       OIDC_ICON_URL: "/icon/acme.svg",
     } as Env);
     expect(authMethods(config)).toEqual({
-      password: { enabled: false },
+      password: { enabled: false, reset_passcode_deliverable: true },
       github: { enabled: false, default_provider_configured: false },
       oidc: { enabled: true, signInText: "Sign in with Acme SSO", iconUrl: "/icon/acme.svg" },
     });
     expect(authMethods(getConfig({ ...env, OIDC_ISSUER_URL: "", OIDC_CLIENT_ID: "" } as Env)).oidc.enabled).toBe(false);
+  });
+
+  it('says whether a reset passcode can be sent at all, by the default method (docs/api.md, "Password reset by one-time passcode")', () => {
+    expect(authMethods(getConfig({ ...env, EMAIL_SMARTHOST: "" } as Env)).password.reset_passcode_deliverable).toBe(false);
+    expect(authMethods(getConfig({ ...env, EMAIL_SMARTHOST: "mail.example.com:25" } as Env)).password.reset_passcode_deliverable).toBe(true);
+    const webhook = { ...env, EMAIL_SMARTHOST: "", NOTIFICATIONS_METHOD: "webhook", NOTIFICATIONS_WEBHOOK_URL: "https://hooks.example.com/herald" };
+    expect(authMethods(getConfig(webhook as Env)).password.reset_passcode_deliverable).toBe(true);
   });
 });
 

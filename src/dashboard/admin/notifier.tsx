@@ -1,9 +1,11 @@
 import { useEffect, useState } from "preact/hooks";
 import { ApiProblem, api, call } from "../api";
+import { href } from "../router";
 import { isOwner, type Me } from "../session";
 import { useAction } from "../ui/action";
-import { Loading, Notice, Page, ProblemAlert } from "../ui/components";
+import { Loading, Notice, Page, ProblemAlert, Time, Warning } from "../ui/components";
 import "./admin.css";
+import { type DeliveryWarning, deliveryWarning } from "./delivery-warning";
 
 type Methods = Awaited<ReturnType<typeof loadMethods>>;
 
@@ -13,6 +15,22 @@ function loadSettings() {
 
 function loadMethods() {
   return call(api.notifications["dispatch-methods"].$get());
+}
+
+/** How many of the default method's latest messages the warning looks at. */
+const RECENT = 20;
+
+/**
+ * Whether the default method can deliver (docs/dashboard.md, "Pages"): configured, and its latest delivery not a
+ * failure. Owners only: the configuration flags are read `deployment_config` and the message log is the owner's
+ * (docs/authorization.md); a user-admin sees no warning.
+ */
+async function loadWarning(method: "smtp" | "webhook"): Promise<DeliveryWarning | undefined> {
+  const [configured, log] = await Promise.all([
+    call(api.notifications["dispatch-methods"].configured.$get()),
+    call(api.notifications.messages.$get({ query: { method, limit: String(RECENT) } })),
+  ]);
+  return deliveryWarning(method, configured[method], log.messages);
 }
 
 /** The notifier's one switch needs `deployment_config` update, which owners alone hold (docs/authorization.md). */
@@ -27,12 +45,15 @@ export function AdminNotifierPage({ me }: { me: Me }) {
   const owner = isOwner(me);
   const [paused, setPaused] = useState<boolean | undefined>(undefined);
   const [methods, setMethods] = useState<Methods | undefined>(undefined);
+  const [warning, setWarning] = useState<DeliveryWarning | undefined>(undefined);
   const [notice, setNotice] = useState("");
 
   const load = useAction(async () => {
     const [settings, available] = await Promise.all([loadSettings(), loadMethods()]);
     setPaused(settings.notifier_paused);
     setMethods(available);
+    const method = available[0]?.default;
+    if (owner && method) setWarning(await loadWarning(method));
   });
   const toggle = useAction(async (pause: boolean) => {
     setNotice("");
@@ -60,6 +81,18 @@ export function AdminNotifierPage({ me }: { me: Me }) {
   return (
     <Page title="Notifier">
       <ProblemAlert problem={load.problem} />
+      {warning ? (
+        <Warning title={warning.title} testId="delivery-warning">
+          {warning.text}
+          {warning.latest ? (
+            <>
+              {" "}
+              (<Time iso={warning.latest.message.updated_at} />) {warning.latest.after} <a href={href("admin/messages")}>The message log</a> has each
+              one.
+            </>
+          ) : null}
+        </Warning>
+      ) : null}
       {notice ? <Notice>{notice}</Notice> : null}
       <section class="admin-section card" aria-labelledby="delivery-heading">
         <h2 id="delivery-heading">Delivery</h2>

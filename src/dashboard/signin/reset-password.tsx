@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import { api, call } from "../api";
 import { href } from "../router";
 import { useAction } from "../ui/action";
-import { ActionForm, Field, NewPasswordField, Notice, Page } from "../ui/components";
+import { ActionForm, Field, NewPasswordField, Notice, Page, Warning } from "../ui/components";
 
 /** What the passcode e-mail's link brought (`/reset-password/change?otp=…`, maybe `&email=…`), held in memory only. */
 let fromLink: { email: string; code: string } | undefined;
@@ -23,8 +23,10 @@ export function takeResetLink(): void {
 /**
  * "Forgot password" through the one-time passcode: ask for a code by e-mail, then set a new password with it. The
  * first step's answer is the same whether or not the address has an account (no enumeration, docs/security.md).
+ * When the deployment cannot send a passcode at all (`deliverable`, from GET /users/authmethods), the page says so
+ * instead of asking for an address: a fact about the deployment, the same for everyone (docs/dashboard.md, "Pages").
  */
-export function ResetPasswordPage() {
+export function ResetPasswordPage({ deliverable }: { deliverable: boolean }) {
   const [email, setEmail] = useState(fromLink?.email ?? "");
   const [code, setCode] = useState(fromLink?.code ?? "");
   const [password, setPassword] = useState("");
@@ -40,7 +42,13 @@ export function ResetPasswordPage() {
   return (
     <Page title="Reset your password">
       <div class="narrow">
-        {step === "request" ? (
+        {step === "request" && !deliverable ? (
+          <Warning title="No passcode can be sent." testId="reset-undeliverable">
+            This server has no way to send e-mail (it is not configured), so a passcode would never arrive. Ask an owner or a user admin to set a new
+            password for you.
+          </Warning>
+        ) : null}
+        {step === "request" && deliverable ? (
           <ActionForm action={request}>
             <p>Enter your account's e-mail address. If it has a password sign-in, a one-time passcode is sent to it.</p>
             <Field

@@ -72,6 +72,18 @@ export function Notice({ children }: { children: ComponentChildren }) {
   );
 }
 
+/**
+ * Something that does not work as the page would otherwise suggest (e-mail that cannot be sent). Shown with the page
+ * and announced politely (role=status): it is not the answer to anything the person just did.
+ */
+export function Warning({ title, testId, children }: { title: string; testId?: string; children: ComponentChildren }) {
+  return (
+    <div class="alert alert-warning" role="status" data-testid={testId}>
+      <strong>{title}</strong> {children}
+    </div>
+  );
+}
+
 /** The input attributes the dashboard's forms use. */
 interface InputProps {
   type?: "text" | "email" | "password" | "search" | "number" | "datetime-local" | "url";
