@@ -3,7 +3,7 @@
 // nothing is fetched at build or run time. Run by wrangler's [build] step (npm start, the deploy, build:check) and by
 // the test suites' global setup, so every path that serves the Worker serves a fresh build.
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
@@ -43,32 +43,48 @@ export async function buildUi() {
   });
   const embed = await build({ ...common, entryPoints: { inbox: "src/embed/inbox.ts" }, outdir: "dist/public/embed" });
 
-  rmSync(PUBLIC_DIR, { recursive: true, force: true });
+  // The directory is never emptied: several Heralds of one checkout (the suites start them in parallel) build into it
+  // while others already serve from it, and a file that is briefly missing is an empty 404 to a browser. Each file
+  // is written whole under a temporary name and renamed into place; only stale hashed files are removed, after.
   mkdirSync(path.join(PUBLIC_DIR, "assets"), { recursive: true });
   mkdirSync(path.join(PUBLIC_DIR, "embed"), { recursive: true });
+  const written = new Set();
+  const put = (relative, contents) => {
+    const target = path.join(PUBLIC_DIR, relative);
+    const temporary = `${target}.${process.pid}.${Date.now()}.tmp`;
+    writeFileSync(temporary, contents);
+    renameSync(temporary, target);
+    written.add(relative);
+  };
 
   // Content-hashed names: the page is revalidated on every load, the files it names can be cached for a year.
   const names = {};
   for (const file of dashboard.outputFiles) {
     const ext = path.extname(file.path);
     const name = `dashboard-${hash(file.contents)}${ext}`;
-    writeFileSync(path.join(PUBLIC_DIR, "assets", name), file.contents);
+    put(path.join("assets", name), file.contents);
     names[ext] = `/assets/${name}`;
   }
   const [embedFile] = embed.outputFiles;
-  writeFileSync(path.join(PUBLIC_DIR, "embed", "inbox.js"), embedFile.contents);
+  put(path.join("embed", "inbox.js"), embedFile.contents);
 
   const template = readFileSync(path.join(root, "src", "dashboard", "index.html"), "utf8");
   const html = template.replace("%STYLE%", names[".css"]).replace("%SCRIPT%", names[".js"]);
-  writeFileSync(path.join(PUBLIC_DIR, "index.html"), html);
+  put("index.html", html);
 
   const gz = (bytes) => gzipSync(bytes, { level: 9 }).length;
   const sizes = {
     dashboard: dashboard.outputFiles.reduce((sum, file) => sum + gz(file.contents), 0) + gz(Buffer.from(html)),
     embed: gz(embedFile.contents),
   };
-  writeFileSync(path.join(PUBLIC_DIR, ".assetsignore"), "sizes.json\n");
-  writeFileSync(path.join(PUBLIC_DIR, "sizes.json"), `${JSON.stringify(sizes, null, 2)}\n`);
+  put(".assetsignore", "sizes.json\n");
+  put("sizes.json", `${JSON.stringify(sizes, null, 2)}\n`);
+  // Bundles of earlier builds: their names carry another content hash. A build of the same code in parallel wrote
+  // the same names, so it loses nothing here.
+  for (const name of readdirSync(path.join(PUBLIC_DIR, "assets"))) {
+    const relative = path.join("assets", name);
+    if (/^dashboard-[0-9a-f]{10}\.(js|css)$/.test(name) && !written.has(relative)) rmSync(path.join(PUBLIC_DIR, relative), { force: true });
+  }
   return sizes;
 }
 
