@@ -41,7 +41,7 @@ export function ResetPasswordPage() {
     <Page title="Reset your password">
       <div class="narrow">
         {step === "request" ? (
-          <ActionForm action={request}>
+          <ActionForm action={request} shown={["email"]}>
             <p>Enter your account's e-mail address. If it has a password sign-in, a one-time passcode is sent to it.</p>
             <Field
               label="E-mail"
@@ -60,7 +60,7 @@ export function ResetPasswordPage() {
           </ActionForm>
         ) : null}
         {step === "change" ? (
-          <ActionForm action={change}>
+          <ActionForm action={change} shown={fromLink ? ["email", "one_time_passcode", "password"] : ["one_time_passcode", "password"]}>
             {fromLink ? null : <Notice>If {email} has an account, a passcode is on its way. It works once, for a limited time.</Notice>}
             {fromLink ? (
               <Field
