@@ -1,5 +1,6 @@
 import type { ClientResponse } from "hono/client";
 import { createHeraldClient } from "../client";
+import { plainDetail } from "./ui/plain-words";
 
 /**
  * The typed client, for this origin. No token: the browser sends the HttpOnly session cookie itself, and every
@@ -24,9 +25,10 @@ export class ApiProblem extends Error {
     super(message);
   }
 
-  /** What a validation said about `field`, for the form control that holds it. */
+  /** What a validation said about `field`, in plain words (ui/plain-words.ts), for the form control that holds it. */
   about(field: string): string | undefined {
-    return this.validations.find((v) => v.field === field)?.detail;
+    const validation = this.validations.find((v) => v.field === field);
+    return validation ? plainDetail(validation.field, validation.detail) : undefined;
   }
 }
 

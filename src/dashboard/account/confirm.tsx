@@ -9,6 +9,8 @@ export function ConfirmButton({
   label,
   question,
   about,
+  name,
+  disabled,
   onConfirm,
 }: {
   id: string;
@@ -16,6 +18,9 @@ export function ConfirmButton({
   question: string;
   /** What the question concerns, for screen readers ("token ci-deploy"). */
   about: string;
+  /** The button's accessible name when its label alone is not enough in a list ("Suspend ada"); it starts with the label. */
+  name?: string;
+  disabled?: boolean;
   onConfirm(): void;
 }) {
   const [asking, setAsking] = useState(false);
@@ -29,7 +34,7 @@ export function ConfirmButton({
   }, [asking]);
   if (!asking) {
     return (
-      <button type="button" class="button-danger" ref={start} onClick={() => setAsking(true)}>
+      <button type="button" class="button-danger" ref={start} aria-label={name} disabled={disabled} onClick={() => setAsking(true)}>
         {label}
       </button>
     );

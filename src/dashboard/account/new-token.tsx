@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiProblem, api, call } from "../api";
 import { useAction } from "../ui/action";
 import { Field, Notice, ProblemAlert } from "../ui/components";
+import { plainDetail } from "../ui/plain-words";
 import { LIFETIMES } from "./labels";
 
 const ALL = "all";
@@ -52,6 +53,11 @@ export function NewTokenForm({ onCreated }: { onCreated(): void }) {
     }
   };
   const specific = catalog.filter((scope) => scope !== ALL);
+  // One validation per refused scope (`scopes`), said together under the scopes' legend.
+  const scopeErrors = (create.problem?.validations ?? [])
+    .filter((v) => v.field === "scopes")
+    .map((v) => plainDetail(v.field, v.detail))
+    .join(" ");
   return (
     <form
       class="card stack token-form"
@@ -62,7 +68,7 @@ export function NewTokenForm({ onCreated }: { onCreated(): void }) {
       }}
     >
       <h3 id="new-token-heading">Create a token</h3>
-      <ProblemAlert problem={create.problem} />
+      <ProblemAlert problem={create.problem} shown={["token_name", "lifetime", "scopes"]} />
       <Field
         label="Token name"
         name="token_name"
@@ -78,6 +84,7 @@ export function NewTokenForm({ onCreated }: { onCreated(): void }) {
         <select
           id="token-lifetime"
           value={String(lifetime)}
+          aria-invalid={create.problem?.about("lifetime") ? "true" : undefined}
           aria-describedby={create.problem?.about("lifetime") ? "token-lifetime-error" : undefined}
           onChange={(event) => setLifetime(Number(event.currentTarget.value))}
         >
@@ -93,8 +100,13 @@ export function NewTokenForm({ onCreated }: { onCreated(): void }) {
           </small>
         ) : null}
       </div>
-      <fieldset class="scopes">
+      <fieldset class="scopes" aria-describedby={scopeErrors ? "token-scopes-error" : undefined}>
         <legend>Scopes</legend>
+        {scopeErrors ? (
+          <p id="token-scopes-error" class="field-error">
+            {scopeErrors}
+          </p>
+        ) : null}
         <ScopeBox scope={ALL} label="all (everything you can do)" checked={scopes.has(ALL)} onToggle={toggle} />
         {specific.length > 0 ? (
           <details class="scope-details">

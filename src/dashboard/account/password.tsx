@@ -31,7 +31,7 @@ export function PasswordSection({ onChanged }: { onChanged(): void }) {
           if (!change.pending) void change.run();
         }}
       >
-        <ProblemAlert problem={change.problem} />
+        <ProblemAlert problem={change.problem} shown={["old_password", "password", "repeat"]} />
         {done ? <Notice>Your password was changed. Your other sessions were signed out.</Notice> : null}
         <Field
           label="Current password"

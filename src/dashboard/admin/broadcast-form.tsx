@@ -1,8 +1,11 @@
 import { useRef, useState } from "preact/hooks";
 import { api, call } from "../api";
+import { session } from "../session";
 import { useAction } from "../ui/action";
-import { Field, Notice, ProblemAlert } from "../ui/components";
-import { TextAreaField } from "./parts";
+import { Field, Notice, type Option, ProblemAlert, SelectField } from "../ui/components";
+import { useStore } from "../ui/store";
+import { ShortId, TextAreaField } from "./parts";
+import { nameOf, type PickedUser, UserPicker } from "./user-picker";
 
 type Request = Parameters<typeof api.notifications.broadcasts.$post>[0];
 type Audience = Request["json"]["audience"];
@@ -24,11 +27,8 @@ const ROLES: readonly { value: AudienceRole; label: string }[] = [
   { value: "auditor", label: "Auditor" },
 ];
 
-const lines = (text: string) =>
-  text
-    .split(/[\n,]/)
-    .map((line) => line.trim())
-    .filter(Boolean);
+/** The organization select's last choice: an organization the page does not know, by its pasted id. */
+const OTHER = "other";
 
 /**
  * POST /notifications/broadcasts (docs/broadcasts.md). Each broadcast the person composes gets one `Idempotency-Key`,
@@ -39,8 +39,11 @@ const lines = (text: string) =>
 export function BroadcastForm({ onSent }: { onSent(): void }) {
   const [kind, setKind] = useState<AudienceKind>("all");
   const [roles, setRoles] = useState<AudienceRole[]>([]);
-  const [userIds, setUserIds] = useState("");
-  const [organization, setOrganization] = useState("");
+  const [picked, setPicked] = useState<PickedUser[]>([]);
+  const [pickerText, setPickerText] = useState("");
+  const organizations = useOrganizations();
+  const [organization, setOrganization] = useState(organizations.options[0]?.value ?? OTHER);
+  const [organizationId, setOrganizationId] = useState("");
   const [title, setTitle] = useState("");
   const [message, setMessage] = useState("");
   const [wait, setWait] = useState("");
@@ -55,8 +58,8 @@ export function BroadcastForm({ onSent }: { onSent(): void }) {
         : kind === "roles"
           ? { roles }
           : kind === "user_ids"
-            ? { user_ids: lines(userIds) }
-            : { organization_id: organization.trim() };
+            ? { user_ids: picked.map((user) => user.id) }
+            : { organization_id: organization === OTHER ? organizationId.trim() : organization };
     const json = { audience, content: { title: title.trim(), message: message.trim() }, email_when_unread_after: wait.trim() };
     const created = await call(api.notifications.broadcasts.$post({ json, header: { "idempotency-key": key.current } }));
     key.current = crypto.randomUUID();
@@ -68,14 +71,6 @@ export function BroadcastForm({ onSent }: { onSent(): void }) {
 
   const problem = send.problem;
   const about = (field: string) => problem?.about(field);
-  // Listed ids are refused one by one (`audience.user_ids.N`, N counting the ids sent).
-  const listed = lines(userIds);
-  const idErrors = (problem?.validations ?? [])
-    .filter((v) => v.field.startsWith("audience.user_ids"))
-    .map((v) => {
-      const index = Number(v.field.split(".")[2]);
-      return Number.isInteger(index) ? `${listed[index] ?? `id ${index + 1}`}: ${v.detail}` : v.detail;
-    });
 
   return (
     <section class="admin-section card" aria-labelledby="send-heading">
@@ -93,7 +88,7 @@ export function BroadcastForm({ onSent }: { onSent(): void }) {
         }}
       >
         <div class="span-all">
-          <ProblemAlert problem={problem} />
+          <ProblemAlert problem={problem} shown={["audience", "content", "email_when_unread_after"]} />
           {sent ? <Notice>{sent}</Notice> : null}
         </div>
         <fieldset class="choices span-all">
@@ -126,30 +121,49 @@ export function BroadcastForm({ onSent }: { onSent(): void }) {
                 </label>
               ))}
             </div>
-            {about("audience.roles") ? <p class="field-error">{about("audience.roles")}</p> : null}
+            {(about("audience.roles") ?? about("audience")) ? <p class="field-error">{about("audience.roles") ?? about("audience")}</p> : null}
           </fieldset>
         ) : null}
         {kind === "user_ids" ? (
           <div class="span-all">
-            <TextAreaField
-              label="User ids, one per line"
-              name="audience-user-ids"
-              value={userIds}
-              onValue={setUserIds}
-              hint="Up to 1,000 user ids. Suspended and deleted users are skipped."
-              error={idErrors.length > 0 ? idErrors.join("; ") : about("audience")}
+            <ListedUsers
+              picked={picked}
+              text={pickerText}
+              onText={setPickerText}
+              onChange={setPicked}
+              error={about("audience.user_ids") ?? about("audience")}
+              errorOf={(index) => about(`audience.user_ids.${index}`)}
             />
           </div>
         ) : null}
         {kind === "organization_id" ? (
-          <Field
-            label="Organization id"
-            name="audience-organization"
-            value={organization}
-            onValue={setOrganization}
-            problem={problem}
-            problemField="audience.organization_id"
-          />
+          <div class="span-all admin-form">
+            <SelectField
+              label="Organization"
+              name="audience-organization"
+              value={organization}
+              options={[...organizations.options, { value: OTHER, label: "Another organization, by its id" }]}
+              onValue={setOrganization}
+              error={organization === OTHER ? undefined : (about("audience.organization_id") ?? about("audience"))}
+            />
+            {organization === OTHER ? (
+              <Field
+                label="Organization id"
+                name="audience-organization-id"
+                value={organizationId}
+                onValue={setOrganizationId}
+                problem={problem}
+                problemField="audience.organization_id"
+              />
+            ) : (
+              <MemberPicker
+                onFound={(options) => {
+                  organizations.add(options);
+                  if (options[0]) setOrganization(options[0].value);
+                }}
+              />
+            )}
+          </div>
         ) : null}
         <div class="span-all">
           <Field
@@ -189,5 +203,115 @@ export function BroadcastForm({ onSent }: { onSent(): void }) {
         </div>
       </form>
     </section>
+  );
+}
+
+/**
+ * The listed users: picked by username, name or e-mail (or a pasted id), each shown with a button that removes it. A
+ * refused one (`audience.user_ids.N`, N counting the ids sent) says why beside its name.
+ */
+function ListedUsers({
+  picked,
+  text,
+  onText,
+  onChange,
+  error,
+  errorOf,
+}: {
+  picked: readonly PickedUser[];
+  text: string;
+  onText(text: string): void;
+  onChange(users: PickedUser[]): void;
+  error: string | undefined;
+  errorOf(index: number): string | undefined;
+}) {
+  return (
+    <div>
+      <UserPicker
+        id="field-audience-users"
+        label="Add users"
+        hint="Username, name or e-mail; or paste user ids. Up to 1,000 users; suspended and deleted users are skipped."
+        multiple
+        text={text}
+        onText={onText}
+        onPick={(users) => {
+          onChange([...picked, ...users]);
+          onText("");
+        }}
+        exclude={picked.map((user) => user.id)}
+        error={error}
+      />
+      {picked.length > 0 ? (
+        <ul class="picked-list" aria-label={`Listed users (${picked.length})`} data-testid="listed-users">
+          {picked.map((user, index) => {
+            const refused = errorOf(index);
+            return (
+              <li key={user.id} class={refused ? "picked invalid" : "picked"}>
+                {user.username ? <strong>{user.username}</strong> : <ShortId id={user.id} />}
+                {refused ? (
+                  <small id={`listed-${user.id}-error`} class="field-error">
+                    {refused}
+                  </small>
+                ) : null}
+                <button
+                  type="button"
+                  class="button-small button-quiet"
+                  aria-label={`Remove ${nameOf(user)}`}
+                  aria-describedby={refused ? `listed-${user.id}-error` : undefined}
+                  onClick={() => onChange(picked.filter((other) => other.id !== user.id))}
+                >
+                  Remove
+                </button>
+              </li>
+            );
+          })}
+        </ul>
+      ) : null}
+    </div>
+  );
+}
+
+/**
+ * The organizations the page can name. The API lists no organizations and names none (docs/dashboard.md#picking-users):
+ * the choices are the caller's own organizations, and those of members found with MemberPicker, each named by whose
+ * it is and its short id.
+ */
+function useOrganizations(): { options: Option[]; add(options: Option[]): void } {
+  const state = useStore(session);
+  const mine = state.kind === "signed-in" ? state.me.organization_ids : [];
+  const [options, setOptions] = useState<Option[]>(() =>
+    mine.map((id, i) => ({ value: id, label: `Your organization${mine.length > 1 ? ` ${i + 1}` : ""} (${id.slice(0, 8)})` })),
+  );
+  const add = (more: Option[]) => setOptions((current) => [...current, ...more.filter((o) => !current.some((c) => c.value === o.value))]);
+  return { options, add };
+}
+
+/** Finds an organization through one of its members: picking the member offers (and selects) their organizations. */
+function MemberPicker({ onFound }: { onFound(options: Option[]): void }) {
+  const [text, setText] = useState("");
+  const [said, setSaid] = useState("");
+  return (
+    <div>
+      <UserPicker
+        id="field-organization-member"
+        label="Or find it through a member"
+        hint="Username, name or e-mail of someone in the organization."
+        text={text}
+        onText={(next) => {
+          setText(next);
+          setSaid("");
+        }}
+        onPick={([user]) => {
+          if (!user) return;
+          setText("");
+          const found = user.organizationIds.map((id) => ({ value: id, label: `${nameOf(user)}'s organization (${id.slice(0, 8)})` }));
+          onFound(found);
+          setSaid(found.length > 0 ? `Chose ${nameOf(user)}'s organization.` : `${nameOf(user)} is in no organization the page can see.`);
+        }}
+      />
+      <p class="hint" role="status">
+        {said}
+      </p>
+    </div>
   );
 }

@@ -45,7 +45,7 @@ export function CreateUserForm({ onCreated }: { onCreated(user: User): void }) {
         }}
       >
         <div class="span-all">
-          <ProblemAlert problem={create.problem} />
+          <ProblemAlert problem={create.problem} shown={["email", "username", "name", "password"]} />
         </div>
         <Field
           label="E-mail"

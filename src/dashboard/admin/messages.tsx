@@ -1,10 +1,12 @@
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, call } from "../api";
 import { isOwner, session } from "../session";
 import { useAction } from "../ui/action";
-import { Empty, Field, Loading, type Option, Page, ProblemAlert, SelectField, Time } from "../ui/components";
+import { Empty, Loading, type Option, Page, ProblemAlert, SelectField, Time } from "../ui/components";
+import { SAY } from "../ui/plain-words";
 import { useStore } from "../ui/store";
-import { appendNew, DataTable, Head, Pill, ShortId } from "./parts";
+import { appendNew, CopyId, DataTable, Head, Pill, ShortId } from "./parts";
+import { findUsers, isUuid, type PickedUser, UserPicker } from "./user-picker";
 
 type Query = NonNullable<Parameters<typeof api.notifications.messages.$get>[0]>["query"];
 type Log = Awaited<ReturnType<typeof loadLog>>;
@@ -36,7 +38,8 @@ const METHOD_OPTIONS: Option[] = [{ value: "", label: "Any method" }, ...METHODS
 const asStatus = (value: string) => STATUSES.find((s) => s.value === value)?.value;
 const asMethod = (value: string) => METHODS.find((m) => m === value);
 
-const COLUMNS = ["Created", "Updated", "Template", "User", "Method", "Status", "Reason", "Attempts"];
+/** Created and updated share a column, and cells wrap, so the log fits a 1280 px window (docs/dashboard.md#tables). */
+const COLUMNS = ["Created", "Template", "User", "Method", "Status", "Reason", { label: "Attempts", optional: true }];
 
 interface Filters {
   status: string;
@@ -72,6 +75,10 @@ function MessageLog() {
   const [filters, setFilters] = useState<Filters>({ status: "", method: "", template: "", user: "" });
   const [log, setLog] = useState<Log | undefined>(undefined);
   const [templates, setTemplates] = useState<Option[]>([]);
+  const [userText, setUserText] = useState("");
+  const [picked, setPicked] = useState<PickedUser | undefined>(undefined);
+  const [userError, setUserError] = useState("");
+  const usernames = useUsernames(log?.messages);
 
   const load = useAction(async (next: Filters, offset: number) => {
     const page = await loadLog(toQuery(next, offset));
@@ -88,11 +95,29 @@ function MessageLog() {
     void load.run(filters, 0);
   }, []);
 
-  /** A select applies at once (only the table changes); the user id waits for the form's submit. */
+  /** A select or a picked user applies at once (only the table changes); typed text waits for the form's submit. */
   const choose = (change: Partial<Filters>) => {
     const next = { ...filters, ...change };
     setFilters(next);
     void load.run(next, 0);
+  };
+  const pickUser = (user: PickedUser) => {
+    setPicked(user);
+    setUserText(user.username || user.id);
+    setUserError("");
+    choose({ user: user.id });
+  };
+  /** Typed text not picked from the list: a full id, or the one user it names (or matches alone), else a question. */
+  const applyTyped = async () => {
+    const text = userText.trim();
+    if (!text) return choose({ user: "" });
+    if (picked && text === (picked.username || picked.id)) return choose({ user: picked.id });
+    if (isUuid(text)) return choose({ user: text });
+    const found = (await findUsers(text, false).catch(() => [])).flatMap((choice) => choice.users);
+    const exact = found.find((u) => [u.username, u.email].some((name) => name.toLowerCase() === text.toLowerCase()));
+    const user = exact ?? (found.length === 1 ? found[0] : undefined);
+    if (user) pickUser(user);
+    else setUserError(SAY.pickUser);
   };
   const templateName = (id: string) => templates.find((t) => t.value === id)?.label;
 
@@ -103,7 +128,7 @@ function MessageLog() {
         aria-label="Filter messages"
         onSubmit={(event) => {
           event.preventDefault();
-          void load.run(filters, 0);
+          void applyTyped();
         }}
       >
         <SelectField label="Status" name="message-status" value={filters.status} options={STATUS_OPTIONS} onValue={(status) => choose({ status })} />
@@ -115,20 +140,24 @@ function MessageLog() {
           options={[{ value: "", label: "Any template" }, ...templates]}
           onValue={(template) => choose({ template })}
         />
-        <Field
-          label="User id"
-          name="message-user"
-          value={filters.user}
-          onValue={(user) => setFilters({ ...filters, user })}
-          problem={load.problem}
-          problemField="user_id"
-          placeholder="any user"
+        <UserPicker
+          id="field-message-user"
+          label="User"
+          hint="Username, name or e-mail; or paste a full user id. Empty shows every user."
+          text={userText}
+          onText={(text) => {
+            setUserText(text);
+            setPicked(undefined);
+            setUserError("");
+          }}
+          onPick={([user]) => user && pickUser(user)}
+          error={userError || load.problem?.about("user_id")}
         />
         <button type="submit" disabled={load.pending}>
           Apply filters
         </button>
       </form>
-      <ProblemAlert problem={load.problem ?? names.problem} />
+      <ProblemAlert problem={load.problem ?? names.problem} shown={["user_id"]} />
       {log === undefined ? (
         load.pending ? (
           <Loading what="messages" />
@@ -137,29 +166,34 @@ function MessageLog() {
         <Empty>No message matches.</Empty>
       ) : (
         <>
-          <DataTable label="Messages, newest first">
+          <DataTable label="Messages, newest first" fits>
             <Head columns={COLUMNS} />
             <tbody>
               {log.messages.map((m) => {
                 const status = STATUSES.find((s) => s.value === m.status);
                 return (
-                  <tr key={m.id} data-testid="message-row" data-status={m.status}>
+                  <tr key={m.id} data-testid="message-row" data-status={m.status} data-user-id={m.user_id}>
                     <td>
                       <Time iso={m.created_at} />
-                    </td>
-                    <td>
-                      <Time iso={m.updated_at} />
+                      {m.updated_at !== m.created_at ? (
+                        <span class="muted stacked">
+                          updated <Time iso={m.updated_at} />
+                        </span>
+                      ) : null}
                     </td>
                     <td>{templateName(m.template_id) ?? <ShortId id={m.template_id} />}</td>
                     <td>
-                      <ShortId id={m.user_id} />
+                      <div class="user-cell">
+                        {usernames.get(m.user_id) ? <strong>{usernames.get(m.user_id)}</strong> : null}
+                        <CopyId id={m.user_id} of={usernames.get(m.user_id) || `user ${m.user_id.slice(0, 8)}`} />
+                      </div>
                     </td>
                     <td>{m.method}</td>
                     <td>
                       <Pill tone={status?.tone ?? "plain"}>{status?.label ?? m.status}</Pill>
                     </td>
                     <td class="wrap">{m.status_reason || <span class="muted">—</span>}</td>
-                    <td>{m.attempts}</td>
+                    <td class="optional">{m.attempts}</td>
                   </tr>
                 );
               })}
@@ -182,4 +216,27 @@ function MessageLog() {
       )}
     </>
   );
+}
+
+/**
+ * The usernames of the users a page of the log names (the log itself carries ids only), each read once per visit
+ * (GET /users/{user}); a user who is gone, or whom the caller may not read, keeps just the id.
+ */
+function useUsernames(messages: readonly Message[] | undefined): ReadonlyMap<string, string> {
+  const known = useRef(new Map<string, string>());
+  const [, setVersion] = useState(0);
+  useEffect(() => {
+    const missing = [...new Set((messages ?? []).map((m) => m.user_id))].filter((id) => !known.current.has(id));
+    if (missing.length === 0) return;
+    for (const id of missing) known.current.set(id, "");
+    void Promise.all(
+      missing.map((id) =>
+        call(api.users[":user"].$get({ param: { user: id } })).then(
+          (user) => known.current.set(id, user.username),
+          () => undefined,
+        ),
+      ),
+    ).then(() => setVersion((v) => v + 1));
+  }, [messages]);
+  return known.current;
 }

@@ -1,15 +1,17 @@
 import type { ComponentChildren } from "preact";
-import { useEffect, useRef } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import "./admin.css";
 
 /**
  * A table that scrolls sideways inside its own box at 360 px instead of widening the page. The box is a labelled,
- * focusable region so a keyboard user can scroll it too (a table of plain text has nothing else to focus).
+ * focusable region so a keyboard user can scroll it too (a table of plain text has nothing else to focus). A table
+ * that `fits` wraps its cells and drops its `optional` columns where the window is narrow, so it needs no sideways
+ * scroll in a 1280 px window (docs/dashboard.md#tables).
  */
-export function DataTable({ label, children }: { label: string; children: ComponentChildren }) {
+export function DataTable({ label, fits = false, children }: { label: string; fits?: boolean; children: ComponentChildren }) {
   return (
     // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable by keyboard (WCAG 2.1.1).
-    <section class="table-wrap admin-table" aria-label={label} tabIndex={0}>
+    <section class={fits ? "table-wrap admin-table table-fits" : "table-wrap admin-table"} aria-label={label} tabIndex={0}>
       <table>
         <caption class="visually-hidden">{label}</caption>
         {children}
@@ -18,16 +20,22 @@ export function DataTable({ label, children }: { label: string; children: Compon
   );
 }
 
+/** A column: its heading, and whether it may be hidden where the window is narrow (its cells are `class="optional"`). */
+type Column = string | { label: string; optional?: boolean };
+
 /** Column headings, each a `<th scope="col">`. */
-export function Head({ columns }: { columns: readonly string[] }) {
+export function Head({ columns }: { columns: readonly Column[] }) {
   return (
     <thead>
       <tr>
-        {columns.map((column) => (
-          <th key={column} scope="col">
-            {column}
-          </th>
-        ))}
+        {columns.map((column) => {
+          const { label, optional } = typeof column === "string" ? { label: column, optional: false } : column;
+          return (
+            <th key={label} scope="col" class={optional ? "optional" : undefined}>
+              {label}
+            </th>
+          );
+        })}
       </tr>
     </thead>
   );
@@ -96,6 +104,40 @@ export function ShortId({ id }: { id: string }) {
     <code class="short-id" title={id}>
       {id.slice(0, 8)}
     </code>
+  );
+}
+
+/**
+ * An id shown short, with a button that copies the whole id (docs/dashboard.md#ids). The button is named for what it
+ * copies ("Copy id of ada"), and "Copied" appears beside it, in a status region that screen readers announce.
+ */
+export function CopyId({ id, of }: { id: string; of: string }) {
+  const [said, setSaid] = useState("");
+  useEffect(() => {
+    if (!said) return;
+    const timer = setTimeout(() => setSaid(""), 4000);
+    return () => clearTimeout(timer);
+  }, [said]);
+  return (
+    <span class="copy-id">
+      <ShortId id={id} />
+      <button
+        type="button"
+        class="button-small"
+        aria-label={`Copy id of ${of}`}
+        onClick={() =>
+          navigator.clipboard.writeText(id).then(
+            () => setSaid("Copied"),
+            () => setSaid("Could not copy"),
+          )
+        }
+      >
+        Copy id
+      </button>
+      <span role="status" class="copy-said">
+        {said}
+      </span>
+    </span>
   );
 }
 

@@ -1,11 +1,12 @@
 import { useEffect, useRef, useState } from "preact/hooks";
+import { ConfirmButton } from "../account/confirm";
 import { api, call } from "../api";
 import { routeParam } from "../router";
 import { isOwner, type Me } from "../session";
 import { useAction } from "../ui/action";
 import { Empty, Field, Loading, Notice, Page, ProblemAlert, SelectField, Time } from "../ui/components";
 import { CreateUserForm } from "./create-user";
-import { appendNew, DataTable, Head, Pill } from "./parts";
+import { appendNew, CopyId, DataTable, Head, Pill } from "./parts";
 
 type UserList = Awaited<ReturnType<typeof loadUsers>>;
 export type User = UserList["users"][number];
@@ -34,7 +35,19 @@ const STATUS_OPTIONS = [
   { value: "suspended", label: "Suspended" },
 ];
 
-const COLUMNS = ["Username", "Name", "E-mail", "Roles", "Status", "Login type", "Created", "Actions"];
+/**
+ * Fewer, wrapping columns (the name and id sit under the username), so the whole table, its actions included, fits a
+ * 1280 px window; "Created" is the first to go where the window is narrower (docs/dashboard.md#tables).
+ */
+const COLUMNS = [
+  { label: "User" },
+  { label: "E-mail" },
+  { label: "Roles" },
+  { label: "Status" },
+  { label: "Sign-in" },
+  { label: "Created", optional: true },
+  { label: "Actions" },
+];
 
 /**
  * Accounts (docs/api.md, "Sign-in, accounts and authorization"): search, create, suspend or activate, and, for owners,
@@ -58,6 +71,13 @@ export function AdminUsersPage({ me }: { me: Me }) {
     const updated = await call(api.users[":user"].status[":status{suspend|activate}"].$put({ param: { user: user.id, status: to } }));
     replace(updated);
     setNotice(`${updated.username} is ${updated.status === "suspended" ? "suspended" : "active"}.`);
+  });
+  const remove = useAction(async (user: User) => {
+    await call(api.users[":user"].$delete({ param: { user: user.id } }));
+    setList((current) => current && { users: current.users.filter((u) => u.id !== user.id), count: current.count - 1 });
+    setNotice(`Deleted ${user.username}.`);
+    // The row and its buttons are gone: focus goes to the list's heading rather than to the page's start.
+    document.getElementById("users-list-heading")?.focus();
   });
 
   function replace(updated: User) {
@@ -88,9 +108,11 @@ export function AdminUsersPage({ me }: { me: Me }) {
         />
       ) : null}
       {notice ? <Notice>{notice}</Notice> : null}
-      <ProblemAlert problem={change.problem} />
+      <ProblemAlert problem={change.problem ?? remove.problem} />
       <section class="admin-section" aria-labelledby="users-list-heading">
-        <h2 id="users-list-heading">Accounts</h2>
+        <h2 id="users-list-heading" tabIndex={-1}>
+          Accounts
+        </h2>
         <form
           class="filters"
           onSubmit={(event) => {
@@ -114,7 +136,7 @@ export function AdminUsersPage({ me }: { me: Me }) {
             Search
           </button>
         </form>
-        <ProblemAlert problem={search.problem} />
+        <ProblemAlert problem={search.problem} shown={["q"]} />
         {list === undefined ? (
           search.pending ? (
             <Loading what="users" />
@@ -123,41 +145,49 @@ export function AdminUsersPage({ me }: { me: Me }) {
           <Empty>No user matches.</Empty>
         ) : (
           <>
-            <DataTable label="Users">
+            <DataTable label="Users" fits>
               <Head columns={COLUMNS} />
               <tbody>
                 {list.users.map((user) => {
                   const self = user.id === me.id;
-                  // Only an owner manages another owner; nobody suspends themself (docs/authorization.md).
+                  // Only an owner manages another owner; nobody suspends or deletes themself (docs/authorization.md).
                   const mayChangeStatus = !self && (owner || !hasOwner(user));
                   const mayEditRoles = owner && !self;
                   return [
-                    <tr key={user.id} data-testid="user-row" data-username={user.username}>
+                    <tr key={user.id} data-testid="user-row" data-username={user.username} data-id={user.id}>
                       <td>
-                        {user.username}
-                        {self ? <span class="muted"> (you)</span> : null}
+                        <UserCell user={user} self={self} />
                       </td>
-                      <td>{user.name}</td>
-                      <td>{user.email}</td>
+                      <td class="email">{user.email}</td>
                       <td>{user.roles.length > 0 ? user.roles.map((role) => role.display_name).join(", ") : <span class="muted">Member</span>}</td>
                       <td>
                         <Pill tone={user.status === "active" ? "ok" : "danger"}>{user.status === "active" ? "Active" : "Suspended"}</Pill>
                       </td>
                       <td>{user.service_account ? "service account" : user.login_type}</td>
-                      <td>
+                      <td class="optional">
                         <Time iso={user.created_at} />
                       </td>
                       <td>
                         <div class="actions">
-                          {mayChangeStatus ? (
+                          {mayChangeStatus && user.status === "active" ? (
+                            <ConfirmButton
+                              id={`suspend-${user.id}`}
+                              label="Suspend"
+                              name={`Suspend ${user.username}`}
+                              question={`Suspending ${user.username} ends every session and token of theirs; they cannot sign in until activated. Suspend?`}
+                              about={`user ${user.username}`}
+                              disabled={change.pending}
+                              onConfirm={() => void change.run(user, "suspend")}
+                            />
+                          ) : null}
+                          {mayChangeStatus && user.status !== "active" ? (
                             <button
                               type="button"
-                              class={user.status === "active" ? "button-danger" : undefined}
-                              aria-label={`${user.status === "active" ? "Suspend" : "Activate"} ${user.username}`}
+                              aria-label={`Activate ${user.username}`}
                               disabled={change.pending}
-                              onClick={() => void change.run(user, user.status === "active" ? "suspend" : "activate")}
+                              onClick={() => void change.run(user, "activate")}
                             >
-                              {user.status === "active" ? "Suspend" : "Activate"}
+                              Activate
                             </button>
                           ) : null}
                           {mayEditRoles ? (
@@ -170,6 +200,17 @@ export function AdminUsersPage({ me }: { me: Me }) {
                             >
                               Edit roles
                             </button>
+                          ) : null}
+                          {mayChangeStatus ? (
+                            <ConfirmButton
+                              id={`delete-${user.id}`}
+                              label="Delete"
+                              name={`Delete ${user.username}`}
+                              question={`Deleting ${user.username} removes the account for good: every session and token of theirs ends, and nothing more reaches them. Delete?`}
+                              about={`user ${user.username}`}
+                              disabled={remove.pending}
+                              onConfirm={() => void remove.run(user)}
+                            />
                           ) : null}
                         </div>
                       </td>
@@ -209,6 +250,20 @@ export function AdminUsersPage({ me }: { me: Me }) {
         )}
       </section>
     </Page>
+  );
+}
+
+/** The username, the name under it, and the id, short with a button that copies it whole. */
+function UserCell({ user, self }: { user: User; self: boolean }) {
+  return (
+    <div class="user-cell">
+      <span>
+        <strong>{user.username}</strong>
+        {self ? <span class="muted"> (you)</span> : null}
+      </span>
+      {user.name ? <span class="muted">{user.name}</span> : null}
+      <CopyId id={user.id} of={user.username} />
+    </div>
   );
 }
 

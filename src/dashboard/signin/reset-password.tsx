@@ -49,7 +49,7 @@ export function ResetPasswordPage({ deliverable }: { deliverable: boolean }) {
           </Warning>
         ) : null}
         {step === "request" && deliverable ? (
-          <ActionForm action={request}>
+          <ActionForm action={request} shown={["email"]}>
             <p>Enter your account's e-mail address. If it has a password sign-in, a one-time passcode is sent to it.</p>
             <Field
               label="E-mail"
@@ -68,7 +68,7 @@ export function ResetPasswordPage({ deliverable }: { deliverable: boolean }) {
           </ActionForm>
         ) : null}
         {step === "change" ? (
-          <ActionForm action={change}>
+          <ActionForm action={change} shown={fromLink ? ["email", "one_time_passcode", "password"] : ["one_time_passcode", "password"]}>
             {fromLink ? null : <Notice>If {email} has an account, a passcode is on its way. It works once, for a limited time.</Notice>}
             {fromLink ? (
               <Field

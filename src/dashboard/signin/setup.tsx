@@ -19,7 +19,7 @@ export function SetupPage() {
     <Page title="Set up Herald">
       <div class="narrow">
         <p>There is no account yet. The first one is the owner: it can create users, pause the notifier and send broadcasts.</p>
-        <ActionForm action={create}>
+        <ActionForm action={create} shown={["email", "username", "name", "password"]}>
           <Field
             label="E-mail"
             type="email"

@@ -24,7 +24,7 @@ export function SignInPage({ methods }: { methods: AuthMethods }) {
     <Page title="Sign in to Herald">
       <div class="narrow">
         {methods.password.enabled ? (
-          <ActionForm action={signIn}>
+          <ActionForm action={signIn} shown={["email", "password"]}>
             <Field
               label="E-mail"
               type="email"

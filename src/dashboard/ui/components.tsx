@@ -4,6 +4,7 @@ import type { ApiProblem } from "../api";
 import type { Action } from "./action";
 import { useNow } from "./clock";
 import { dateTime, fromNow } from "./format";
+import { plainDetail } from "./plain-words";
 
 /** A page's heading and content; the heading takes focus when the page opens, so screen readers announce it. */
 export function Page({ title, actions, children }: { title: string; actions?: ComponentChildren; children: ComponentChildren }) {
@@ -25,19 +26,40 @@ export function Page({ title, actions, children }: { title: string; actions?: Co
   );
 }
 
-/** A refusal from the API, announced to assistive technology (role=alert). */
-export function ProblemAlert({ problem }: { problem: ApiProblem | undefined }) {
+/** Whether a validation's field is one a form shows, or lies inside one (`audience` holds `audience.user_ids.0`). */
+const isShown = (field: string, shown: readonly string[]) => shown.some((name) => field === name || field.startsWith(`${name}.`));
+
+/**
+ * A refusal from the API, announced to assistive technology (role=alert). Validations of the fields the form shows
+ * (`shown`, by JSON path) are said at those fields only: the alert then just points at them and focus moves to the
+ * first one, so no message is read or shown twice (docs/dashboard.md#errors). Any other validation is listed here,
+ * in plain words (ui/plain-words.ts).
+ */
+export function ProblemAlert({ problem, shown = [] }: { problem: ApiProblem | undefined; shown?: readonly string[] }) {
+  const box = useRef<HTMLDivElement>(null);
+  const validations = problem?.validations ?? [];
+  const atFields = validations.filter((v) => isShown(v.field, shown));
+  const elsewhere = validations.filter((v) => !isShown(v.field, shown));
+  useEffect(() => {
+    if (atFields.length > 0) box.current?.closest("form")?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus();
+  }, [problem]);
   if (!problem) return null;
+  const summary =
+    atFields.length > 0
+      ? atFields.length === 1
+        ? "Check the highlighted field."
+        : "Check the highlighted fields."
+      : problem.message === VALIDATION_FAILED
+        ? "Some of what was entered was not accepted."
+        : problem.message;
   return (
-    <div class="alert alert-error" role="alert">
-      <strong>{problem.message}</strong>
-      {problem.detail ? <span> {problem.detail}</span> : null}
-      {problem.validations.length > 0 ? (
+    <div class="alert alert-error" role="alert" ref={box}>
+      <strong>{summary}</strong>
+      {problem.detail && atFields.length === 0 ? <span> {problem.detail}</span> : null}
+      {elsewhere.length > 0 ? (
         <ul class="alert-list">
-          {problem.validations.map((v) => (
-            <li key={v.field}>
-              <code>{v.field}</code>: {v.detail}
-            </li>
+          {elsewhere.map((v) => (
+            <li key={v.field}>{plainDetail(v.field, v.detail)}</li>
           ))}
         </ul>
       ) : null}
@@ -45,10 +67,14 @@ export function ProblemAlert({ problem }: { problem: ApiProblem | undefined }) {
   );
 }
 
+/** The API's message when a body or query did not pass validation (docs/api.md, Conventions). */
+const VALIDATION_FAILED = "Validation failed.";
+
 /**
- * A form that runs `action` on submit (Enter in any field included) and shows its refusal above the fields.
+ * A form that runs `action` on submit (Enter in any field included) and shows its refusal above the fields; the
+ * validations of the fields named in `shown` are said at those fields only (ProblemAlert).
  */
-export function ActionForm({ action, children }: { action: Action<[]>; children: ComponentChildren }) {
+export function ActionForm({ action, shown, children }: { action: Action<[]>; shown?: readonly string[]; children: ComponentChildren }) {
   return (
     <form
       class="card stack"
@@ -57,7 +83,7 @@ export function ActionForm({ action, children }: { action: Action<[]>; children:
         void action.run();
       }}
     >
-      <ProblemAlert problem={action.problem} />
+      <ProblemAlert problem={action.problem} shown={shown} />
       {children}
     </form>
   );
@@ -227,6 +253,7 @@ export function SelectField<T extends string>({
   options,
   onValue,
   disabled,
+  error,
 }: {
   label: string;
   name: string;
@@ -234,6 +261,8 @@ export function SelectField<T extends string>({
   options: readonly Option<T>[];
   onValue(value: T): void;
   disabled?: boolean;
+  /** What is wrong with the choice, in plain words, tied to the select as Field ties its message. */
+  error?: string | undefined;
 }) {
   const id = `field-${name}`;
   return (
@@ -244,6 +273,8 @@ export function SelectField<T extends string>({
         name={name}
         value={value}
         disabled={disabled}
+        aria-invalid={error ? "true" : undefined}
+        aria-describedby={error ? `${id}-error` : undefined}
         onChange={(event) => {
           const picked = options.find((option) => option.value === event.currentTarget.value);
           if (picked) onValue(picked.value);
@@ -255,6 +286,11 @@ export function SelectField<T extends string>({
           </option>
         ))}
       </select>
+      {error ? (
+        <small id={`${id}-error`} class="field-error">
+          {error}
+        </small>
+      ) : null}
     </div>
   );
 }
