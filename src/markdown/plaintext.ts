@@ -46,15 +46,10 @@ function renderBlock(token: Token): string {
     case "space":
     case "def":
       return "\n";
-    case "html": {
-      // Raw HTML is shown as text in the e-mail's HTML part (html.ts); here its tags go and its words stay.
-      const text = stripTags((token as Tokens.HTML).text)
-        .split("\n")
-        .map((line) => line.trim())
-        .filter((line) => line !== "")
-        .join("\n");
-      return `${text}\n\n`;
-    }
+    case "html":
+      // Raw HTML is the author's text: shown as written, as the e-mail's HTML part shows it (docs/email.md), never
+      // dropped and never read as markup.
+      return `${(token as Tokens.HTML).text.trim()}\n\n`;
     case "text": {
       const text = token as Tokens.Text;
       return text.tokens ? renderInline(text.tokens) : text.text;
@@ -86,23 +81,6 @@ function renderListItem(item: Tokens.ListItem): string {
   return lines.join("\n") || checkbox.trim();
 }
 
-/** CommonMark's block-level tag names (the ones that open an HTML block), with `br`, `pre` and `textarea`. */
-const BLOCK_TAGS =
-  "address|article|aside|base|basefont|blockquote|body|br|caption|center|col|colgroup|dd|details|dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|h[1-6]|head|header|hr|html|iframe|legend|li|link|main|menu|menuitem|meta|nav|noframes|ol|optgroup|option|p|param|pre|search|section|summary|table|tbody|td|textarea|tfoot|th|thead|title|tr|track|ul";
-const BLOCK_TAG = new RegExp(`<\\/?(?:${BLOCK_TAGS})(?![A-Za-z0-9-])[^>]*(?:>|$)`, "gi");
-
-/**
- * The words of raw HTML without its markup. Block-level tags end a line; other tags, comments, declarations and
- * processing instructions vanish. A tag left open at the end is cut off whole, so nothing that could open an element
- * reaches the text.
- */
-function stripTags(html: string): string {
-  return html
-    .replace(/<!--[\s\S]*?(?:-->|$)|<!\[CDATA\[[\s\S]*?(?:\]\]>|$)|<[!?][\s\S]*?(?:>|$)/g, "")
-    .replace(BLOCK_TAG, "\n")
-    .replace(/<\/?[A-Za-z][^>]*(?:>|$)/g, "");
-}
-
 function renderInline(tokens: Token[] | undefined): string {
   if (!tokens) return "";
   return tokens
@@ -131,7 +109,7 @@ function renderInline(tokens: Token[] | undefined): string {
         case "escape":
           return (token as Tokens.Escape).text;
         case "html":
-          return "";
+          return (token as Tokens.HTML).text;
         case "text": {
           const text = token as Tokens.Text;
           return text.tokens ? renderInline(text.tokens) : decodeNamedReferences(text.text);

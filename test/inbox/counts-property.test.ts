@@ -435,7 +435,9 @@ describe("counts never drift from the list (docs/inbox.md, Exact counts)", () =>
       }),
       { numRuns: 60 },
     );
-  });
+    // A fixed amount of work (60 runs of up to 30 commands, each checked against the list): about 10 s on an idle
+    // 2-core machine, more than three times that when other suites share it. The limit guards against a hang, not speed.
+  }, 120_000);
 
   // Any mix at once, bulk and mark-all included: the order is the object's, so no model; but the counts, the seq and a
   // synced watcher's copy must still agree with the list when it settles.
