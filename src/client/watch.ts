@@ -17,7 +17,7 @@ export type NotificationFrame = z.infer<typeof InboxNotificationFrame>;
  */
 export type ChangeFrame = z.infer<typeof InboxChangeFrame>;
 
-export type WatchStopReason = "closed" | "session-ended" | "unauthorized";
+export type WatchStopReason = "closed" | "session-ended" | "unauthorized" | "replaced";
 
 /**
  * - `connecting`, `open`, `reconnecting`, `stopped` (detail: the WatchStopReason): the connection's lifecycle;
@@ -79,6 +79,8 @@ const SESSION_ENDED = 4401;
 const POLICY_VIOLATION = 1008;
 /** `after_seq` is older than the events the server keeps: list, then resume from the list's seq. */
 const RESYNC = 4409;
+/** The user opened more watches than the server allows and this was the oldest: reconnecting would push out another. */
+const REPLACED = 4429;
 
 function watchUrl(options: WatchInboxOptions, afterSeq: number | undefined): string {
   const url = new URL("/api/v2/notifications/inbox/watch", options.baseUrl);
@@ -110,7 +112,8 @@ type SeqProbe = { seq: number } | "unauthorized" | undefined;
  *   application re-lists). Without `onResync` it reads the seq from the counts endpoint and reports
  *   `onStatus("resynced", seq)`: the application's copy may have missed events and must be listed again. The same
  *   happens when the remembered seq is beyond the inbox's (the server refuses it before the upgrade).
- * - It stops for good when the session ends (close 4401), when the token is rejected, or on close().
+ * - It stops for good when the session ends (close 4401), when the token is rejected, when the user's newer watches
+ *   pushed this one out (close 4429, `replaced`), or on close().
  */
 export function watchInbox(options: WatchInboxOptions): WatchHandle {
   const Socket = options.WebSocket ?? globalThis.WebSocket;
@@ -222,6 +225,7 @@ export function watchInbox(options: WatchInboxOptions): WatchHandle {
     ws.addEventListener("close", (event: CloseEvent) => {
       if (stopped || ws !== socket) return;
       if (event.code === SESSION_ENDED || event.code === POLICY_VIOLATION) return stop("session-ended");
+      if (event.code === REPLACED) return stop("replaced");
       if (event.code === RESYNC) {
         mustResync = true;
         return retry();

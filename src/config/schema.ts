@@ -90,6 +90,8 @@ export const configSchema = z
     TOKEN_MAX_LIFETIME: duration("720h").refine((ms) => ms <= TOKEN_LIFETIME_CEILING_MS, "must be at most 8760h (365 days)"),
     /** How many named API tokens one user may hold. */
     TOKEN_MAX_PER_USER: z.coerce.number().int().min(1).max(10_000).default(100),
+    /** How many watch sockets one user may hold at once; past it the oldest is closed with 4429. */
+    WATCH_MAX_PER_USER: z.coerce.number().int().min(1).max(10_000).default(50),
     /** Keys that sign embed tokens (docs/embed.md, "Signed embed tokens"); empty: no embed token is accepted. */
     EMBED_SIGNING_KEYS: embedSigningKeys,
     PASSWORD_AUTH_DISABLED: bool(false),

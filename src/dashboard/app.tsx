@@ -9,7 +9,7 @@ import { AdminNotifierPage } from "./admin/notifier";
 import { AdminTemplatesPage } from "./admin/templates";
 import { AdminUsersPage } from "./admin/users";
 import { onSignedOut } from "./api";
-import { connection, startLive, stopLive, unreadCount } from "./inbox/live";
+import { connection, startLive, stopLive, stoppedBecause, unreadCount } from "./inbox/live";
 import { InboxPage } from "./inbox/page";
 import { href, navigate, type Route, useRoute } from "./router";
 import { isAdmin, type Me, refreshSession, session, signOut } from "./session";
@@ -129,7 +129,16 @@ function useTitleCount(count: number | undefined) {
 
 /** While the watch is down after it was up, every page says so: what it shows may be behind (docs/dashboard.md#live). */
 function OfflineBanner({ status }: { status: WatchStatus }) {
+  const because = useStore(stoppedBecause);
   if (status !== "reconnecting" && status !== "stopped") return null;
+  if (status === "stopped" && because === "replaced") {
+    // Reconnecting by itself would push out another of the person's watches (docs/api.md, "Watching the inbox").
+    return (
+      <div class="offline-banner" role="status" data-testid="offline-banner">
+        This tab stopped updating: too many Herald tabs or apps are open. Reload to resume.
+      </div>
+    );
+  }
   return (
     <div class="offline-banner" role="status" data-testid="offline-banner">
       Offline — reconnecting. What you see may be out of date; it catches up by itself.

@@ -362,7 +362,11 @@ export class HeraldInbox extends HTMLElement {
   #watchStatus(status: WatchStatus, detail: string | undefined): void {
     if (status === "open") this.#setState("live");
     else if (status === "reconnecting") this.#setState("reconnecting");
-    else if (status === "stopped" && detail !== "closed") this.#setState("unauthorized");
+    else if (status === "stopped" && detail === "replaced") {
+      // The person's newer watches pushed this one out (4429): reconnecting would push out another (docs/embed.md).
+      this.#setState("error");
+      this.#fail("Too many open inboxes: this one stopped updating. Reload the page to resume.");
+    } else if (status === "stopped" && detail !== "closed") this.#setState("unauthorized");
   }
 
   #arrived(frame: NotificationFrame): void {

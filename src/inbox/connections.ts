@@ -1,7 +1,16 @@
 import type { EventLog } from "./event-log";
 import { InboxMessages } from "./messages";
 import type { WatchFormat } from "./model";
-import { CLOSE_RESYNC, CLOSE_SESSION_ENDED, frameFor, type SequencedEvent, sendOrClose, type WatchAttachment, type WatchRequest } from "./watch";
+import {
+  CLOSE_RESYNC,
+  CLOSE_SESSION_ENDED,
+  CLOSE_TOO_MANY,
+  frameFor,
+  type SequencedEvent,
+  sendOrClose,
+  type WatchAttachment,
+  type WatchRequest,
+} from "./watch";
 
 /** A socket whose session was due to expire, with what it recorded of that session. */
 export interface ExpiringSocket {
@@ -36,7 +45,12 @@ export class WatchConnections {
    * socket's first live frame cannot interleave.
    */
   accept(watch: WatchRequest, log: EventLog): Response {
-    const attachment: WatchAttachment = { ...watch.attachment, session: { keyId: watch.keyId, expiresAt: watch.expiresAt } };
+    this.makeRoomFor(watch.maxSockets);
+    const attachment: WatchAttachment = {
+      ...watch.attachment,
+      session: { keyId: watch.keyId, expiresAt: watch.expiresAt },
+      openedAt: Date.now(),
+    };
     const pair = new WebSocketPair();
     const [client, server] = Object.values(pair) as [WebSocket, WebSocket];
     this.ctx.acceptWebSocket(server, [watch.keyId]);
@@ -44,6 +58,19 @@ export class WatchConnections {
     if (watch.afterSeq !== undefined) this.replay(server, attachment, watch.afterSeq, log);
     const headers = watch.protocol ? { "Sec-WebSocket-Protocol": watch.protocol } : undefined;
     return new Response(null, { status: 101, webSocket: client, headers });
+  }
+
+  /**
+   * Closes the oldest sockets, with 4429, until one more fits under `max`: each socket holds memory in the object and
+   * a connection at the edge, so a user cannot hold an unbounded number. The newest watch wins, since an old one is
+   * likelier a forgotten tab or a connection that died without closing (docs/api.md, "Watching the inbox").
+   */
+  private makeRoomFor(max: number): void {
+    const open = this.ctx.getWebSockets();
+    if (open.length < max) return;
+    const openedAt = (ws: WebSocket) => (ws.deserializeAttachment() as WatchAttachment | null)?.openedAt ?? 0;
+    const oldest = open.sort((a, b) => openedAt(a) - openedAt(b)).slice(0, open.length - max + 1);
+    for (const ws of oldest) close(ws, CLOSE_TOO_MANY, InboxMessages.tooManyWatches);
   }
 
   private replay(ws: WebSocket, attachment: WatchAttachment, afterSeq: number, log: EventLog): void {

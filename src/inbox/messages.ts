@@ -17,9 +17,10 @@ export const InboxMessages = {
   unsnoozed: "Notification unsnoozed.",
   snoozeRange: "Must be at least 1 minute and at most 366 days ahead.",
   afterSeqAhead: (seq: number) => `Greater than this inbox's current seq (${seq}): list the inbox and resume from the seq it reports.`,
-  /** Close reasons of the watch socket (4401, 4008, 4409). */
+  /** Close reasons of the watch socket (4401, 4008, 4409, 4429); a close reason is at most 123 bytes. */
   sessionEnded: "Your session has ended: sign in again.",
   sessionExpired: "Your session has expired: sign in again.",
   fellBehind: "Falling behind: reconnect with after_seq to catch up.",
   resync: "The events after this seq are no longer kept: list the inbox and resume from the seq it reports.",
+  tooManyWatches: "Too many open watches for this user: this, the oldest, was closed.",
 } as const;

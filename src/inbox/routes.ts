@@ -65,7 +65,7 @@ export const inboxRoutes = new Hono<AppEnv>()
       operationId: "watchInboxNotifications",
       summary: "Watch the caller's inbox over a WebSocket",
       description:
-        "A WebSocket upgrade (`Upgrade: websocket`); the query is checked before the upgrade. Answers **101 Switching Protocols**; each newly delivered (or woken) notification that matches the filters is then sent as one text frame, an `InboxNotificationFrame` (title and content rendered per `format`); with `sync=true`, every other change arrives as an `InboxChangeFrame`. Every frame carries the inbox's `seq`; with `after_seq=N`, every event after N that the socket would have received live is sent first, in order, then the live ones. Browsers may authenticate by offering the subprotocols `herald.v1` and `herald.token.<token>` (only `herald.v1` is echoed) or by cookie from an allowed Origin. Close codes: 4008 the client fell behind (reconnect with `after_seq`), 4401 the session ended (do not reconnect with the same token), 4409 `after_seq` is older than the events kept (list the inbox, then resume from its `seq`).",
+        "A WebSocket upgrade (`Upgrade: websocket`); the query is checked before the upgrade. Answers **101 Switching Protocols**; each newly delivered (or woken) notification that matches the filters is then sent as one text frame, an `InboxNotificationFrame` (title and content rendered per `format`); with `sync=true`, every other change arrives as an `InboxChangeFrame`. Every frame carries the inbox's `seq`; with `after_seq=N`, every event after N that the socket would have received live is sent first, in order, then the live ones. Browsers may authenticate by offering the subprotocols `herald.v1` and `herald.token.<token>` (only `herald.v1` is echoed) or by cookie from an allowed Origin. Close codes: 4008 the client fell behind (reconnect with `after_seq`), 4401 the session ended (do not reconnect with the same token), 4409 `after_seq` is older than the events kept (list the inbox, then resume from its `seq`), 4429 the user holds more than `WATCH_MAX_PER_USER` watches and this was the oldest (do not reconnect on your own).",
       tags: ["Inbox"],
       access: "anyone",
       scope: "inbox_notification:read",
@@ -113,6 +113,7 @@ export const inboxRoutes = new Hono<AppEnv>()
         expiresAt: Date.parse(c.get("auth").key.expiresAt),
         protocol: offered.length > 0 ? WATCH_PROTOCOL : null,
         ...(query.after_seq === undefined ? {} : { afterSeq: query.after_seq }),
+        maxSockets: c.get("config").WATCH_MAX_PER_USER,
       };
       const res = await inboxOf(c).fetch(new Request(c.req.url, { headers: { Upgrade: "websocket", [WATCH_HEADER]: JSON.stringify(watch) } }));
       // Only the object knows the current seq: it refuses an `after_seq` beyond it before upgrading.

@@ -15,6 +15,8 @@ export interface WatchAttachment {
   sync: boolean;
   /** The credential that opened the socket, and when it expires (epoch ms) as last known: the object's alarm closes the socket then, unless the session slid forward. */
   session?: { keyId: string; expiresAt: number };
+  /** When the socket was accepted (epoch ms): past the per-user limit, the oldest one gives way. */
+  openedAt?: number;
 }
 
 /** The watch request the Worker hands the object in WATCH_HEADER. */
@@ -25,6 +27,8 @@ export interface WatchRequest {
   protocol: string | null;
   /** `after_seq`: replay every event after this one before the live ones. */
   afterSeq?: number;
+  /** WATCH_MAX_PER_USER: how many watch sockets the user may hold at once (docs/api.md, "Watching the inbox"). */
+  maxSockets: number;
 }
 
 /** The object's answer (an internal status, never a client's) when `after_seq` is ahead of the inbox's seq. */
@@ -43,6 +47,11 @@ const CLOSE_FELL_BEHIND = 4008;
 export const CLOSE_SESSION_ENDED = 4401;
 /** - 4409: `after_seq` is older than the events the object keeps: list the inbox, then resume from its `seq`. */
 export const CLOSE_RESYNC = 4409;
+/**
+ * - 4429: the user opened more than WATCH_MAX_PER_USER watches, and this one was the oldest. Clients must not
+ *   reconnect on their own (that would push out another of the user's watches); a person can reload.
+ */
+export const CLOSE_TOO_MANY = 4429;
 const MAX_BUFFERED_BYTES = 1024 * 1024;
 
 /**

@@ -1,9 +1,10 @@
-import { evictDurableObject } from "cloudflare:test";
+import { createExecutionContext, evictDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { Env } from "../../src/env";
 import { Messages } from "../../src/http/errors";
 import { InboxMessages } from "../../src/inbox/messages";
-import { call, createUser, expectError, login, owner } from "../helpers";
+import { BASE, call, createUser, expectError, fetchApp, login, owner } from "../helpers";
 import { deliver, inbox, TEMPLATE_A, TEMPLATE_B, watch } from "./inbox-helpers";
 
 const WATCH = "/notifications/inbox/watch";
@@ -219,5 +220,56 @@ describe("watch sockets end with their session", () => {
     const ended = closed(w.ws);
     await call("PUT", `/users/${user.id}/status/suspend`, { token: admin.token });
     expect((await ended).code).toBe(4401);
+  });
+});
+
+describe('watch sockets per user (docs/api.md, "Watching the inbox")', () => {
+  /** A watch opened through a Worker whose WATCH_MAX_PER_USER is `max`. */
+  async function watchCapped(token: string, max: number) {
+    const ctx = createExecutionContext();
+    const res = await fetchApp(
+      new Request(`${BASE}/api/v2/notifications/inbox/watch`, { headers: { Upgrade: "websocket", "Service-Session-Token": token } }),
+      { ...env, WATCH_MAX_PER_USER: String(max) } as Env,
+      ctx,
+    );
+    await waitOnExecutionContext(ctx);
+    expect(res.status).toBe(101);
+    const ws = res.webSocket;
+    if (!ws) throw new Error("no socket");
+    ws.accept();
+    const closed = new Promise<CloseEvent>((resolve) => ws.addEventListener("close", resolve, { once: true }));
+    const frames: unknown[] = [];
+    ws.addEventListener("message", (event) => {
+      if (event.data !== "pong") frames.push(JSON.parse(String(event.data)));
+    });
+    return { ws, closed, frames };
+  }
+
+  it("past WATCH_MAX_PER_USER the oldest watch is closed with 4429, and every other one stays live", async () => {
+    const user = await createUser();
+    const other = await createUser();
+    const sockets = [];
+    for (let i = 0; i < 4; i++) sockets.push(await watchCapped(user.token, 3));
+    const first = await Promise.race([sockets[0]?.closed, new Promise<undefined>((r) => setTimeout(() => r(undefined), 2000))]);
+    expect(first?.code).toBe(4429);
+    expect(first?.reason).toBe(InboxMessages.tooManyWatches);
+    // Another user's watches are their own count.
+    const theirs = await watchCapped(other.token, 3);
+    await deliver(user.id);
+    for (const socket of sockets.slice(1)) await expect.poll(() => socket.frames.length).toBe(1);
+    expect(sockets[0]?.frames).toEqual([]);
+    await deliver(other.id);
+    await expect.poll(() => theirs.frames.length).toBe(1);
+    for (const socket of [...sockets.slice(1), theirs]) socket.ws.close();
+  });
+
+  it("a fifth watch under a limit of 4 closes only one: the one opened first", async () => {
+    const user = await createUser();
+    const sockets = [];
+    for (let i = 0; i < 5; i++) sockets.push(await watchCapped(user.token, 4));
+    const outcome = async (s: { closed: Promise<CloseEvent> }) =>
+      (await Promise.race([s.closed, new Promise<undefined>((r) => setTimeout(() => r(undefined), 300))]))?.code;
+    expect(await Promise.all(sockets.map(outcome))).toEqual([4429, undefined, undefined, undefined, undefined]);
+    for (const socket of sockets.slice(1)) socket.ws.close();
   });
 });

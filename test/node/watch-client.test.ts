@@ -142,7 +142,10 @@ describe("watchInbox() reconnects", () => {
     plan = [];
   });
 
-  it("stops for good on close code 4401 (session ended) without reconnecting", async () => {
+  it.each([
+    [4401, "session-ended"],
+    [4429, "replaced"],
+  ] as const)("stops for good on close code %i (%s) without reconnecting", async (code, reason) => {
     let sockets = 0;
     class EndedSocket extends EventTarget {
       constructor() {
@@ -150,7 +153,7 @@ describe("watchInbox() reconnects", () => {
         sockets += 1;
         queueMicrotask(() => {
           this.dispatchEvent(new Event("open"));
-          this.dispatchEvent(Object.assign(new Event("close"), { code: 4401 }));
+          this.dispatchEvent(Object.assign(new Event("close"), { code }));
         });
       }
       close() {}
@@ -163,7 +166,7 @@ describe("watchInbox() reconnects", () => {
       fetch: async () => Response.json({ seq: 0 }),
       setTimeout: (fn) => queueMicrotask(fn),
     });
-    expect(await handle.stopped).toBe<WatchStopReason>("session-ended");
+    expect(await handle.stopped).toBe<WatchStopReason>(reason);
     expect(sockets).toBe(1);
   });
 });

@@ -9,6 +9,8 @@ import { createStore } from "../ui/store";
  */
 export const unreadCount = createStore<number | undefined>(undefined);
 export const connection = createStore<WatchStatus>("connecting");
+/** Why the watch stopped, once it has: `replaced` when the person's newer watches pushed this one out (4429). */
+export const stoppedBecause = createStore<string | undefined>(undefined);
 
 export type InboxFrame = NotificationFrame | ChangeFrame;
 const listeners = new Set<(frame: InboxFrame) => void>();
@@ -62,7 +64,8 @@ export async function startLive(): Promise<void> {
     ...(counts ? { afterSeq: counts.seq } : {}),
     onNotification: deliver,
     onChange: deliver,
-    onStatus(status) {
+    onStatus(status, detail) {
+      stoppedBecause.set(status === "stopped" ? detail : undefined);
       connection.set(status);
       if (status === "open" && unreadCount.get() === undefined) {
         void readCounts().then((fresh) => fresh && setUnread(fresh.unread, fresh.seq));
