@@ -1,4 +1,4 @@
-import { and, eq, ne, type SQL } from "drizzle-orm";
+import { and, eq, ne, type SQL, sql } from "drizzle-orm";
 import type { BatchItem, BatchResponse } from "drizzle-orm/batch";
 import type { Database } from "../db/client";
 import { apiKeys, organizationMembers, type UserRow, userLinks, users } from "../db/schema";
@@ -96,6 +96,22 @@ export function endKeys(db: Database, userId: string, which?: SQL): AccountChang
         .returning({ id: apiKeys.id }),
     ],
   };
+}
+
+/**
+ * Ends the user's oldest login sessions (by last use) so that `keep` remain, before a sign-in adds one: a person
+ * signs in from a handful of browsers, and a script or a stolen password signing in again and again must not pile
+ * up sessions without end (SESSIONS_MAX_PER_USER, docs/security.md, "What one user can make Herald hold"). API tokens
+ * have their own cap; the sockets of an ended session close with 4401.
+ */
+export function endOldestSessions(db: Database, userId: string, keep: number): AccountChange {
+  return endKeys(
+    db,
+    userId,
+    sql`${apiKeys.loginType} != 'token' AND ${apiKeys.id} NOT IN (
+      SELECT id FROM api_keys WHERE user_id = ${userId} AND login_type != 'token' ORDER BY last_used DESC, created_at DESC LIMIT ${keep}
+    )`,
+  );
 }
 
 /**

@@ -9,7 +9,7 @@ import { ResponseBody } from "../http/schemas";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
 import { describeRoute, errors, RATE, SET_SESSION_COOKIE } from "../openapi/describe";
-import { commitAccountChanges, endKeys } from "./account-changes";
+import { commitAccountChanges, endKeys, endOldestSessions } from "./account-changes";
 import { clearSessionCookie, setSessionCookie } from "./cookies";
 import { issueKey, loginSessionLifetime } from "./keys";
 import { verifyLogin } from "./login";
@@ -70,17 +70,23 @@ export const authRoutes = new Hono<AppEnv>()
       const replaced = await presentedSession(c, db);
       // Signing in over a session this browser still holds replaces it, in the same transaction.
       const replacing = replaced ? [endKeys(db, replaced.userId, eq(apiKeys.id, replaced.id))] : [];
-      await commitAccountChanges(c, db, replacing, [
-        session.insert,
-        db.update(users).set({ lastSeenAt: session.row.createdAt }).where(eq(users.id, user.id)),
-        auditInsert(db, c, {
-          userId: user.id,
-          action: "login",
-          resourceType: "api_key",
-          resourceId: session.row.id,
-          ...(replaced ? { diff: { replaced: replaced.id } } : {}),
-        }),
-      ]);
+      const pruning = endOldestSessions(db, user.id, config.SESSIONS_MAX_PER_USER - 1);
+      await commitAccountChanges(
+        c,
+        db,
+        [...replacing, pruning],
+        [
+          session.insert,
+          db.update(users).set({ lastSeenAt: session.row.createdAt }).where(eq(users.id, user.id)),
+          auditInsert(db, c, {
+            userId: user.id,
+            action: "login",
+            resourceType: "api_key",
+            resourceId: session.row.id,
+            ...(replaced ? { diff: { replaced: replaced.id } } : {}),
+          }),
+        ],
+      );
       setSessionCookie(c, config, session.token, new Date(session.row.expiresAt));
       return c.json({ session_token: session.token }, 201);
     },

@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { requireAuth } from "../auth/session";
 import { assertCan } from "../authz/guard";
 import { readFresh } from "../db/session";
-import { notFound, validationFailed } from "../http/errors";
+import { Messages, notFound, validationFailed } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { headerParams, jsonBody, pathParams, queryParams } from "../http/validate";
 import { describeRoute, errors, noPermission } from "../openapi/describe";
@@ -31,7 +31,9 @@ export const broadcastRoutes = new Hono<AppEnv>()
       access: "user-admin",
       scope: "notification_broadcast:create",
       responses: [{ status: 202, description: "Accepted: the broadcast's id and the recipients counted.", schema: BroadcastCreated }],
-      errors: noPermission("send broadcasts"),
+      errors: errors(noPermission("send broadcasts"), {
+        429: `The caller sent \`BROADCASTS_PER_MINUTE\` broadcasts in the last minute or \`BROADCASTS_PER_DAY\` in the last day (docs/broadcasts.md, "Limits"): \`${Messages.rateLimited("N", "D")}\`, with \`Retry-After\` saying when the oldest of them leaves the window. A replay of an \`Idempotency-Key\` is never refused by it.`,
+      }),
     }),
     requireAuth,
     headerParams(idempotencyHeader),

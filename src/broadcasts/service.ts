@@ -4,7 +4,7 @@ import { auditInsert } from "../audit/log";
 import type { Database } from "../db/client";
 import { type BroadcastAudience, broadcastBatches, broadcastIdempotencyKeys, broadcastShards, broadcasts, organizations, users } from "../db/schema";
 import { dbFor } from "../db/session";
-import { validationFailed } from "../http/errors";
+import { rateLimited, validationFailed } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { nowIso, uuidv7 } from "../lib/crypto";
 import { audienceCondition } from "./audience";
@@ -69,6 +69,36 @@ async function countAudience(db: Database, audience: BroadcastAudience, createdA
  * seen within 24 hours answers its first 202 and stores nothing; two requests racing with one key both answer the
  * winner's, because the key's primary key lets only one transaction commit.
  */
+const MINUTE_MS = 60_000;
+const DAY_MS = 24 * 60 * MINUTE_MS;
+
+/**
+ * BROADCASTS_PER_MINUTE and BROADCASTS_PER_DAY per caller, over sliding windows, counted from the broadcasts the
+ * caller stored (docs/broadcasts.md, "Limits"): each one reaches every inbox of its audience and may send as many
+ * e-mails. A replay of an Idempotency-Key is answered before this, so it is never counted twice. The count is read
+ * before the broadcast is stored, so requests of one caller at the same instant may pass together.
+ */
+async function assertUnderLimits(c: Context<AppEnv>, db: Database, caller: string, at: number): Promise<void> {
+  const { BROADCASTS_PER_MINUTE: perMinute, BROADCASTS_PER_DAY: perDay } = c.get("config");
+  const [recent] = await db
+    .select({
+      minute: sql<number>`sum(${broadcasts.createdAt} > ${nowIso(at - MINUTE_MS)})`,
+      day: count(),
+      // The oldest of the window's last `perMinute`/`perDay`: the limit frees up when it leaves the window.
+      minuteOldest: sql<
+        string | null
+      >`(SELECT created_at FROM broadcasts WHERE created_by = ${caller} AND created_at > ${nowIso(at - MINUTE_MS)} ORDER BY created_at DESC LIMIT 1 OFFSET ${perMinute - 1})`,
+      dayOldest: sql<
+        string | null
+      >`(SELECT created_at FROM broadcasts WHERE created_by = ${caller} AND created_at > ${nowIso(at - DAY_MS)} ORDER BY created_at DESC LIMIT 1 OFFSET ${perDay - 1})`,
+    })
+    .from(broadcasts)
+    .where(and(eq(broadcasts.createdBy, caller), sql`${broadcasts.createdAt} > ${nowIso(at - DAY_MS)}`));
+  const waitFor = (oldest: string | null | undefined, window: number) => (oldest ? (Date.parse(oldest) + window - at) / 1000 : window / 1000);
+  if ((recent?.minute ?? 0) >= perMinute) throw rateLimited(perMinute, 60, waitFor(recent?.minuteOldest, MINUTE_MS));
+  if ((recent?.day ?? 0) >= perDay) throw rateLimited(perDay, 86_400, waitFor(recent?.dayOldest, DAY_MS));
+}
+
 export async function createBroadcast(c: Context<AppEnv>, body: CreateBroadcast, key: string | undefined): Promise<Created> {
   const db = dbFor(c, "write");
   const caller = c.get("auth").user.id;
@@ -77,6 +107,7 @@ export async function createBroadcast(c: Context<AppEnv>, body: CreateBroadcast,
     const first = await replayed(db, caller, key, at);
     if (first) return first;
   }
+  await assertUnderLimits(c, db, caller, at);
   // A listed id is a recipient once however often it is listed: the audience is read from `users`, one row each.
   const audience: BroadcastAudience = body.audience;
   const createdAt = nowIso(at);

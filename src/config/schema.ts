@@ -90,6 +90,11 @@ export const configSchema = z
     TOKEN_MAX_LIFETIME: duration("720h").refine((ms) => ms <= TOKEN_LIFETIME_CEILING_MS, "must be at most 8760h (365 days)"),
     /** How many named API tokens one user may hold. */
     TOKEN_MAX_PER_USER: z.coerce.number().int().min(1).max(10_000).default(100),
+    /** Broadcasts one caller may send, over sliding windows of a minute and a day (docs/broadcasts.md, "Limits"). */
+    BROADCASTS_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(5),
+    BROADCASTS_PER_DAY: z.coerce.number().int().min(1).max(1_000_000).default(50),
+    /** How many login sessions one user may hold; a sign-in past it ends the least recently used. */
+    SESSIONS_MAX_PER_USER: z.coerce.number().int().min(1).max(10_000).default(50),
     /** How many watch sockets one user may hold at once; past it the oldest is closed with 4429. */
     WATCH_MAX_PER_USER: z.coerce.number().int().min(1).max(10_000).default(50),
     /** Keys that sign embed tokens (docs/embed.md, "Signed embed tokens"); empty: no embed token is accepted. */

@@ -2,7 +2,7 @@ import { eq } from "drizzle-orm";
 import { type Context, Hono } from "hono";
 import * as client from "openid-client";
 import { auditInsert } from "../audit/log";
-import { commitAccountChanges, endKeys } from "../auth/account-changes";
+import { commitAccountChanges, endKeys, endOldestSessions } from "../auth/account-changes";
 import { setSessionCookie } from "../auth/cookies";
 import { issueKey, loginSessionLifetime } from "../auth/keys";
 import { AuthMessages } from "../auth/messages";
@@ -121,16 +121,22 @@ async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query:
   const session = await issueKey(db, { userId: user.id, loginType: provider.type, lifetimeMs: loginSessionLifetime(config) });
   const replaced = await presentedSession(c, db);
   const replacing = replaced ? [endKeys(db, replaced.userId, eq(apiKeys.id, replaced.id))] : [];
-  await commitAccountChanges(c, db, replacing, [
-    session.insert,
-    auditInsert(db, c, {
-      userId: user.id,
-      action: "login",
-      resourceType: "api_key",
-      resourceId: session.row.id,
-      diff: { login_type: provider.type, ...(replaced ? { replaced: replaced.id } : {}) },
-    }),
-  ]);
+  const pruning = endOldestSessions(db, user.id, config.SESSIONS_MAX_PER_USER - 1);
+  await commitAccountChanges(
+    c,
+    db,
+    [...replacing, pruning],
+    [
+      session.insert,
+      auditInsert(db, c, {
+        userId: user.id,
+        action: "login",
+        resourceType: "api_key",
+        resourceId: session.row.id,
+        diff: { login_type: provider.type, ...(replaced ? { replaced: replaced.id } : {}) },
+      }),
+    ],
+  );
   setSessionCookie(c, config, session.token, new Date(session.row.expiresAt));
   clearSignedCookie(c, config, FLOW_COOKIE);
   if (flow.merge) clearSignedCookie(c, config, CONVERSION_COOKIE);

@@ -81,9 +81,10 @@ export const notFound = () => new ApiError(404, Messages.notFoundOrNoAccess);
 export const conflict = (message: string, detail?: string) => new ApiError(409, message, detail ? { detail } : {});
 
 /** 429 with the message of docs/api.md (Conventions) and a `Retry-After` in seconds. */
-export function rateLimited(limit: number, periodSeconds: number): ApiError {
-  const period = periodSeconds % 60 === 0 ? `${periodSeconds / 60}m0s` : `${periodSeconds}s`;
+export function rateLimited(limit: number, periodSeconds: number, retryAfterSeconds = periodSeconds): ApiError {
+  const period =
+    periodSeconds % 3600 === 0 ? `${periodSeconds / 3600}h0m0s` : periodSeconds % 60 === 0 ? `${periodSeconds / 60}m0s` : `${periodSeconds}s`;
   return new ApiError(429, Messages.rateLimited(limit, period), {
-    headers: { "Retry-After": String(periodSeconds) },
+    headers: { "Retry-After": String(Math.max(1, Math.ceil(retryAfterSeconds))) },
   });
 }

@@ -70,6 +70,34 @@ describe("per-user limits on password checks and credentials (10 a minute)", () 
   });
 });
 
+describe('login sessions per user (docs/security.md, "What one user can make Herald hold")', () => {
+  it("past SESSIONS_MAX_PER_USER a sign-in ends the least recently used session; API tokens are not counted", async () => {
+    const user = await createUser(); // one session already
+    const capped = { ...env, SESSIONS_MAX_PER_USER: "3" } as Env;
+    const signIn = async () => {
+      const ctx = createExecutionContext();
+      const res = await fetchApp(
+        new Request(`${BASE}/api/v2/users/login`, { method: "POST", body: JSON.stringify({ email: user.email, password: user.password }) }),
+        capped,
+        ctx,
+      );
+      await waitOnExecutionContext(ctx);
+      expect(res.status).toBe(201);
+      return (await res.json<{ session_token: string }>()).session_token;
+    };
+    const token = await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "kept" } });
+    const apiToken = (await token.json<{ key: string }>()).key;
+    const sessions = [user.token, await signIn(), await signIn()];
+    const me = (t: string) => call("GET", "/users/me", { token: t }).then((r) => r.status);
+    expect(await Promise.all(sessions.map(me))).toEqual([200, 200, 200]);
+    // The fourth sign-in ends the session used least recently. Use is recorded at most hourly (a session slides by
+    // the hour), so within the hour that is the oldest one.
+    sessions.push(await signIn());
+    expect(await Promise.all(sessions.map(me))).toEqual([401, 200, 200, 200]);
+    expect(await me(apiToken)).toBe(200);
+  });
+});
+
 describe("passcode mail per address: 5 an hour, 10 a day, over sliding windows", () => {
   const passcodeMails = async (userId: string) =>
     (
