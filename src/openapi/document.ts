@@ -74,6 +74,37 @@ function convertAll(schemas: readonly z.ZodType[]): { converted: Map<z.ZodType, 
   return { converted, defs: (json.$defs ?? {}) as Record<string, JsonSchema> };
 }
 
+/** Keywords whose value is a schema, or an array or a map of schemas (JSON Schema 2020-12, the applicators). */
+const SCHEMA_KEYWORDS = ["items", "additionalProperties", "not", "contains", "propertyNames", "unevaluatedProperties", "unevaluatedItems"];
+const SCHEMA_ARRAY_KEYWORDS = ["prefixItems", "anyOf", "oneOf", "allOf"];
+const SCHEMA_MAP_KEYWORDS = ["properties", "patternProperties", "$defs"];
+
+const isSchema = (value: unknown): value is JsonSchema => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * A request body's `default`s, told in its descriptions instead (docs/api.md, "The OpenAPI document"). A field with a
+ * default is one the server fills in when it is missing, so zod leaves it out of `required` (the document converts
+ * input types); but generated clients (openapi-typescript) read `default` as "always present" and make the field
+ * required, which a client then has to send. In place, through the components the body refers to.
+ */
+function defaultsToDescriptions(schema: JsonSchema, defs: Record<string, JsonSchema>, seen = new Set<JsonSchema>()): void {
+  if (seen.has(schema)) return;
+  seen.add(schema);
+  if (typeof schema.$ref === "string" && schema.$ref.startsWith(SCHEMA_REF)) {
+    const target = defs[schema.$ref.slice(SCHEMA_REF.length)];
+    if (target) defaultsToDescriptions(target, defs, seen);
+  }
+  if ("default" in schema) {
+    const said = `Default: \`${JSON.stringify(schema.default)}\`.`;
+    delete schema.default;
+    schema.description = typeof schema.description === "string" ? `${schema.description} ${said}` : said;
+  }
+  const walk = (value: unknown) => isSchema(value) && defaultsToDescriptions(value, defs, seen);
+  for (const key of SCHEMA_KEYWORDS) walk(schema[key]);
+  for (const key of SCHEMA_ARRAY_KEYWORDS) for (const item of Array.isArray(schema[key]) ? schema[key] : []) walk(item);
+  for (const key of SCHEMA_MAP_KEYWORDS) for (const item of isSchema(schema[key]) ? Object.values(schema[key]) : []) walk(item);
+}
+
 /** Everything the document knows about one operation, gathered from a route's handlers. */
 interface Operation {
   method: HttpMethod;
@@ -312,6 +343,10 @@ export interface DocumentOptions {
 export function buildOpenApiDocument(routes: readonly RouterRoute[], options: DocumentOptions): OpenApiDocument {
   const operations = operationsOf(routes);
   const { converted, defs } = convertAll([...namedSchemas.values(), ...operations.flatMap(schemasOf)]);
+  for (const op of operations) {
+    const body = op.body && converted.get(op.body);
+    if (body) defaultsToDescriptions(body, defs);
+  }
   const paths: Record<string, PathItem> = {};
   const ids = new Set<string>();
   for (const op of operations) {
