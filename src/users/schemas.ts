@@ -154,6 +154,7 @@ export const User = named(
     status: z.enum(["active", "suspended"]),
     login_type: z.enum(["password", "oidc", "github", "none"]),
     service_account: z.boolean(),
+    is_service_account: described("The same as `service_account`, under the name Coder's clients read.", z.boolean()),
     organization_ids: z.array(uuid),
     roles: z.array(Role),
   }),
