@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import type { H, RouterRoute } from "hono/types";
 import * as z from "zod";
 import { passwordResetRoutes } from "./auth/password-reset";
 import { onRevocation } from "./auth/revocation";
@@ -22,6 +23,7 @@ import { notificationRoutes } from "./notifications/routes";
 import { describeRoute } from "./openapi/describe";
 import { OpenApiDocumentSchema } from "./openapi/schemas";
 import { keyRoutes } from "./users/keys";
+import { reserveUsernames } from "./users/reserved";
 import { userRoutes } from "./users/routes";
 import { staticAsset, webRoutes } from "./web/routes";
 
@@ -41,12 +43,16 @@ const api = new Hono<AppEnv>()
 // The inbox holds watch sockets that a revoked credential opened: it subscribes, so auth imports no feature.
 onRevocation(closeRevokedWatches);
 
-export const app = new Hono<AppEnv>({ router: new MemoRouter() });
+const router = new MemoRouter<[H, RouterRoute]>();
+export const app = new Hono<AppEnv>({ router });
+
+/** Where the CORS middleware answers OPTIONS (the preflight), before any route. */
+const PREFLIGHT_PREFIX = "/api/";
 
 // Request id, configuration, the headers of every answer, https only (src/http/middleware.ts).
 app.use(requestFrame);
-app.use(methodNotAllowedIn(app));
-app.use("/api/*", apiCors);
+app.use(methodNotAllowedIn(router, (path) => path.startsWith(PREFLIGHT_PREFIX)));
+app.use(`${PREFLIGHT_PREFIX}*`, apiCors);
 // Each request's D1 session and the Herald-D1-Bookmark header of its answer (docs/consistency.md).
 app.use("/api/*", d1Bookmarks(app));
 app.use(
@@ -84,6 +90,8 @@ app.get(
   async (c) => (await import("./openapi/routes")).serveOpenApi(c, app.routes),
 );
 app.route("/api/v2", api);
+// The route table is complete: the literal segments beside `{user}` are now known (docs/api.md, Conventions).
+reserveUsernames(app.routes);
 
 app.onError(handleError);
 // The dashboard's hashed files are the only other things served (from Static Assets); anything else is the JSON 404.

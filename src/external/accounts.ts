@@ -11,6 +11,7 @@ import type { AppEnv } from "../http/types";
 import { hmacHex, nowIso, randomAlphanumeric } from "../lib/crypto";
 import { enqueueNotification } from "../notifications/enqueue";
 import { TEMPLATE_IDS } from "../notifications/templates";
+import { isReservedUsername } from "../users/reserved";
 import { searchKeys } from "../users/search";
 import { defaultOrganizationId, findLiveUserByEmail, isUniqueViolation } from "../users/service";
 import { ExternalMessages } from "./messages";
@@ -59,7 +60,7 @@ function linkInsert(db: Database, identity: ExternalIdentity, userId: string, ty
   });
 }
 
-/** A username for a new account from the provider's handle: Coder's rules, made unique with a suffix. */
+/** A username for a new account from the provider's handle: Coder's rules, not a reserved name, made unique with a suffix. */
 async function freeUsername(db: Database, wanted: string): Promise<string> {
   const base =
     wanted
@@ -70,6 +71,8 @@ async function freeUsername(db: Database, wanted: string): Promise<string> {
       .slice(0, 24) || "user";
   for (let i = 0; i < 5; i++) {
     const candidate = i === 0 ? base : `${base}-${randomAlphanumeric(5).toLowerCase()}`;
+    // A reserved name (`login`, `me`…) is never given: the suffixed ones are not reserved (docs/api.md, Conventions).
+    if (isReservedUsername(candidate)) continue;
     const taken = await db
       .select({ id: users.id })
       .from(users)

@@ -1,6 +1,5 @@
-import type { Context, ErrorHandler, Hono, MiddlewareHandler, NotFoundHandler } from "hono";
+import type { Context, ErrorHandler, MiddlewareHandler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { methodNotAllowed } from "hono/method-not-allowed";
 import { ConfigError, getConfig } from "../config/config";
 import { ApiError, Messages } from "./errors";
 import frameHeaders from "./frame-headers.json";
@@ -118,15 +117,23 @@ export const handleError: ErrorHandler<AppEnv> = (error, c) => {
 
 /**
  * A known path asked with a method it does not serve: 405 with `Allow`, in the error shape (docs/api.md,
- * Conventions). Hono's method-not-allowed middleware reads the route table from the app once, on the first 404, so
- * a new route needs no extra registration here; it leaves a 404 alone when the path is served with this very method,
- * e.g. with a trailing slash.
+ * Conventions). `Allow` lists exactly what the path is served with: the methods of its most specific routes
+ * (`MemoRouter.allowed`, so `/users/login` never borrows the `{user}` route's), HEAD wherever GET is, and OPTIONS
+ * where `preflight` says the CORS preflight answers it. A 404 of a method the path does serve (no such user, a
+ * notification that is not yours) is left alone.
  */
-export function methodNotAllowedIn(app: Hono<AppEnv>): MiddlewareHandler<AppEnv> {
-  return methodNotAllowed({
-    app,
-    onMethodNotAllowed: (c, methods) => c.json(new ApiError(405, Messages.methodNotAllowed).body(), 405, { Allow: methods.join(", ") }),
-  });
+export function methodNotAllowedIn(
+  router: { allowed(path: string): string[] | undefined },
+  preflight: (path: string) => boolean,
+): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    await next();
+    if (c.res.status !== 404 || c.error) return;
+    const served = router.allowed(c.req.path);
+    if (!served || served.includes(c.req.method)) return;
+    const allow = preflight(c.req.path) ? [...served, "OPTIONS"] : served;
+    c.res = c.json(new ApiError(405, Messages.methodNotAllowed).body(), 405, { Allow: allow.join(", ") });
+  };
 }
 
 /** A path no route serves: 404 `Route not found.`, in the error shape (docs/api.md, Conventions). */

@@ -19,6 +19,8 @@ export const NotificationsMessages = {
   templateGivenTwice: "This template id is given twice, with different values.",
   unknownTemplate: "No notification template has this id.",
   mandatoryTemplate: (name: string) => `"${name}" is mandatory and cannot be disabled.`,
+  invalidTemplateMethod: "Invalid request to update notification template method",
+  templateMethodUpdated: "Successfully updated notification template method.",
   readAwareSystemOnly: "Read-aware e-mail is set per system template; a broadcast sets its own.",
   readAwareNeedsInbox: (name: string) => `"${name}" is never delivered to the inbox, so its e-mail cannot wait for the inbox copy to be read.`,
 } as const;

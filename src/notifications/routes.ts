@@ -8,6 +8,7 @@ import { formatDuration } from "../config/duration";
 import { type MessageRow, notificationMessages, notificationTemplates, type TemplateRow } from "../db/schema";
 import { dbFor } from "../db/session";
 import { ApiError, badRequest, forbidden, Messages, notFound } from "../http/errors";
+import { ResponseBody } from "../http/schemas";
 import type { AppEnv } from "../http/types";
 import { jsonBody, pathParams, queryParams } from "../http/validate";
 import { describeRoute, errors, NO_BODY, noPermission } from "../openapi/describe";
@@ -25,6 +26,7 @@ import {
   settingsBody,
   TemplateSettings,
   templateIdParam,
+  templateMethodBody,
   templateSettingsBody,
 } from "./schemas";
 import { readPaused, writePaused } from "./settings";
@@ -288,6 +290,50 @@ export const notificationRoutes = new Hono<AppEnv>()
         }),
       ]);
       return c.json(toSettingsResponse({ ...template, emailWhenUnreadAfterMs: delay }), 200);
+    },
+  )
+  .put(
+    "/notifications/templates/:id/method",
+    describeRoute({
+      operationId: "updateNotificationTemplateMethod",
+      summary: "Set how a template's messages are delivered besides the inbox",
+      description:
+        'Coder\'s endpoint. Owner only, audited. `"smtp"` or `"webhook"` for this template whatever the deployment\'s default, `""` for the deployment\'s `NOTIFICATIONS_METHOD`. Applies to messages enqueued afterwards.',
+      tags: ["Notifications"],
+      access: "owner",
+      scope: "notification_template:update",
+      responses: [
+        { status: 200, description: `Changed: \`${NotificationsMessages.templateMethodUpdated}\``, schema: ResponseBody },
+        { status: 304, description: "Not Modified: the template already had this method. No body." },
+      ],
+      errors: errors(noPermission("update notification templates"), {
+        404: `No template has this id (\`${Messages.notFoundOrNoAccess}\`).`,
+      }),
+    }),
+    requireAuth,
+    pathParams(templateIdParam),
+    jsonBody(templateMethodBody, { invalidMessage: NotificationsMessages.invalidTemplateMethod }),
+    async (c) => {
+      assertCan(c, "update", { type: "notification_template" });
+      const { method } = c.req.valid("json");
+      // Read where it is written: a replica's older method would make a change look like no change (304).
+      const db = dbFor(c, "write");
+      const [template] = await db
+        .select()
+        .from(notificationTemplates)
+        .where(eq(notificationTemplates.id, c.req.valid("param").id));
+      if (!template) throw notFound();
+      if (template.method === method) return c.body(null, 304);
+      await db.batch([
+        db.update(notificationTemplates).set({ method }).where(eq(notificationTemplates.id, template.id)),
+        auditInsert(db, c, {
+          action: "update",
+          resourceType: "notification_template",
+          resourceId: template.id,
+          diff: { method: { old: template.method, new: method } },
+        }),
+      ]);
+      return c.json({ message: NotificationsMessages.templateMethodUpdated }, 200);
     },
   )
   .post(

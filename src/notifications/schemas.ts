@@ -76,6 +76,17 @@ export const messagesQuery = z.strictObject({
 /** `GET|PUT /notifications/templates/{id}/settings` (docs/broadcasts.md, "Read-aware e-mail"). */
 export const templateSettingsBody = named("NotificationTemplateSettingsRequest", z.object({ email_when_unread_after: readAwareDelay }));
 
+/** Coder's `UpdateNotificationTemplateMethod`: the external method of one template, `""` for the deployment's default. */
+export const templateMethodBody = named(
+  "UpdateNotificationTemplateMethod",
+  z.object({
+    method: described(
+      'How the template\'s messages leave Herald besides the inbox: `"smtp"`, `"webhook"`, or `""` for the deployment\'s `NOTIFICATIONS_METHOD`.',
+      z.enum(["", "smtp", "webhook"]),
+    ),
+  }),
+);
+
 export const TemplateSettings = named(
   "NotificationTemplateSettings",
   z.strictObject({

@@ -32,7 +32,7 @@ const DESCRIPTION = `Sign-in, authorization and notifications. All bodies are JS
 
 **Errors.** Every non-2xx response with a body is a \`Response\`: \`{"message", "detail"?, "validations"?: [{"field", "detail"}]}\`. Any route may answer 500 \`${Messages.internal}\` (the \`detail\` carries a request id), and a body above 1 MiB answers 413.
 
-**Methods.** \`HEAD\` is answered wherever \`GET\` is, with the same status and headers and no body. Under \`/api\`, \`OPTIONS\` answers a CORS preflight (204). Under \`/api/v2\`, an unknown path answers 404 \`${Messages.routeNotFound}\`, and a known path asked with a method it does not serve answers **405** \`${Messages.methodNotAllowed}\` with an \`Allow\` header listing the methods it does serve. A path with a trailing slash is another path (404).
+**Methods.** \`HEAD\` is answered wherever \`GET\` is, with the same status and headers and no body. Under \`/api\`, \`OPTIONS\` answers a CORS preflight (204). Under \`/api/v2\`, an unknown path answers 404 \`${Messages.routeNotFound}\`, and a known path asked with a method it does not serve answers **405** \`${Messages.methodNotAllowed}\` with an \`Allow\` header listing exactly the methods it does serve (\`HEAD\` wherever \`GET\` is, \`OPTIONS\` under \`/api\`). A literal path segment wins over a parameter whatever the method: \`GET /api/v2/users/login\` is a 405, never the user named \`login\`. A path with a trailing slash is another path (404).
 
 **Authentication.** A session token or API key (\`<10-char id>-<22-char secret>\`) in the \`Service-Session-Token\` header, else \`Authorization: Bearer\`, else the \`service_session_token\` cookie (\`__Host-\` prefixed on https). A cookie-authenticated request that changes state must come from an allowed \`Origin\` (403 otherwise).
 
@@ -72,6 +72,37 @@ function convertAll(schemas: readonly z.ZodType[]): { converted: Map<z.ZodType, 
     converted.set(schema, out);
   }
   return { converted, defs: (json.$defs ?? {}) as Record<string, JsonSchema> };
+}
+
+/** Keywords whose value is a schema, or an array or a map of schemas (JSON Schema 2020-12, the applicators). */
+const SCHEMA_KEYWORDS = ["items", "additionalProperties", "not", "contains", "propertyNames", "unevaluatedProperties", "unevaluatedItems"];
+const SCHEMA_ARRAY_KEYWORDS = ["prefixItems", "anyOf", "oneOf", "allOf"];
+const SCHEMA_MAP_KEYWORDS = ["properties", "patternProperties", "$defs"];
+
+const isSchema = (value: unknown): value is JsonSchema => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * A request body's `default`s, told in its descriptions instead (docs/api.md, "The OpenAPI document"). A field with a
+ * default is one the server fills in when it is missing, so zod leaves it out of `required` (the document converts
+ * input types); but generated clients (openapi-typescript) read `default` as "always present" and make the field
+ * required, which a client then has to send. In place, through the components the body refers to.
+ */
+function defaultsToDescriptions(schema: JsonSchema, defs: Record<string, JsonSchema>, seen = new Set<JsonSchema>()): void {
+  if (seen.has(schema)) return;
+  seen.add(schema);
+  if (typeof schema.$ref === "string" && schema.$ref.startsWith(SCHEMA_REF)) {
+    const target = defs[schema.$ref.slice(SCHEMA_REF.length)];
+    if (target) defaultsToDescriptions(target, defs, seen);
+  }
+  if ("default" in schema) {
+    const said = `Default: \`${JSON.stringify(schema.default)}\`.`;
+    delete schema.default;
+    schema.description = typeof schema.description === "string" ? `${schema.description} ${said}` : said;
+  }
+  const walk = (value: unknown) => isSchema(value) && defaultsToDescriptions(value, defs, seen);
+  for (const key of SCHEMA_KEYWORDS) walk(schema[key]);
+  for (const key of SCHEMA_ARRAY_KEYWORDS) for (const item of Array.isArray(schema[key]) ? schema[key] : []) walk(item);
+  for (const key of SCHEMA_MAP_KEYWORDS) for (const item of isSchema(schema[key]) ? Object.values(schema[key]) : []) walk(item);
 }
 
 /** Everything the document knows about one operation, gathered from a route's handlers. */
@@ -312,6 +343,10 @@ export interface DocumentOptions {
 export function buildOpenApiDocument(routes: readonly RouterRoute[], options: DocumentOptions): OpenApiDocument {
   const operations = operationsOf(routes);
   const { converted, defs } = convertAll([...namedSchemas.values(), ...operations.flatMap(schemasOf)]);
+  for (const op of operations) {
+    const body = op.body && converted.get(op.body);
+    if (body) defaultsToDescriptions(body, defs);
+  }
   const paths: Record<string, PathItem> = {};
   const ids = new Set<string>();
   for (const op of operations) {

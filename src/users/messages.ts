@@ -11,6 +11,7 @@ export const UserMessages = {
   emailOrUsernameTaken: "User with that email or username already exists.",
   emailTaken: "User with that email already exists.",
   usernameTaken: "User with that username already exists.",
+  usernameReserved: (name: string) => `"${name}" is a reserved username: /users/${name.toLowerCase()} means something else.`,
   defaultOrganizationMissing: "The default organization is missing.",
   invalidSearch: "Invalid user search query.",
   /** The search problems, each the `detail` of a `q` validation (src/users/search.ts). */

@@ -6,6 +6,7 @@ import { readFresh } from "../db/session";
 import { notFound } from "../http/errors";
 import { canonicalId, isUuidShaped } from "../http/ids";
 import type { AppEnv } from "../http/types";
+import { SELF } from "./reserved";
 
 /**
  * docs/api.md (Conventions) `{user}`: `me`, a UUID or a username (case-insensitive). Missing, deleted, or not readable by the caller
@@ -13,7 +14,7 @@ import type { AppEnv } from "../http/types";
  */
 export async function resolveUser(c: Context<AppEnv>, param: string): Promise<UserRow> {
   const auth = c.get("auth");
-  const target = param === "me" ? auth.user.id : param;
+  const target = param === SELF ? auth.user.id : param;
   const where = isUuidShaped(target) ? eq(users.id, canonicalId(target)) : sql`lower(${users.username}) = ${target.toLowerCase()}`;
   // The caller always resolves itself (that discloses nothing); what it may then do is each endpoint's check.
   const readable = (user: UserRow) => user.id === auth.user.id || can(c, "read", { type: "user", ownerId: user.id });

@@ -4,13 +4,17 @@ import { TOKEN_LIFETIME_CEILING_MS } from "../config/schema";
 import { uuid } from "../http/ids";
 import { count, timestamp } from "../http/schemas";
 import { described, named } from "../openapi/registry";
+import { UserMessages } from "./messages";
+import { isReservedUsername } from "./reserved";
 
 /** Coder's username rule: 1–32 of [a-zA-Z0-9-], no leading/trailing or double hyphen. */
 const username = z
   .string()
   .min(1)
   .max(32)
-  .regex(/^[a-zA-Z0-9]+(?:-[a-zA-Z0-9]+)*$/, "must be alphanumeric with single hyphens between characters");
+  .regex(/^[a-zA-Z0-9]+(?:-[a-zA-Z0-9]+)*$/, "must be alphanumeric with single hyphens between characters")
+  // A name a path under /users/ already means could never be reached by name (docs/api.md, Conventions).
+  .refine((name) => !isReservedUsername(name), { error: (issue) => UserMessages.usernameReserved(String(issue.input)) });
 
 const email = z.email().max(320);
 /** Policy (length, common list, strength) is checked separately so its reason reads well; this bounds the input. */
@@ -150,6 +154,7 @@ export const User = named(
     status: z.enum(["active", "suspended"]),
     login_type: z.enum(["password", "oidc", "github", "none"]),
     service_account: z.boolean(),
+    is_service_account: described("The same as `service_account`, under the name Coder's clients read.", z.boolean()),
     organization_ids: z.array(uuid),
     roles: z.array(Role),
   }),

@@ -28,6 +28,8 @@ export function toUserResponse(user: Omit<UserRow, "hashedPassword">, organizati
     status: user.status,
     login_type: user.loginType,
     service_account: user.isSystem,
+    // Coder's clients read `is_service_account`; `service_account` stays for Herald's (docs/authorization.md, "Fields (ASVS 8.1.2)").
+    is_service_account: user.isSystem,
     organization_ids: organizationIds,
     roles: user.roles.filter(isSiteRole).map((name) => ({ name, display_name: SITE_ROLES[name].displayName })),
   };

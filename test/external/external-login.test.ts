@@ -324,6 +324,17 @@ describe('OIDC sign-in (docs/api.md, "External sign-in")', () => {
     await expectSignedInAs((await signIn(OIDC_CALLBACK)).done, me.id, "oidc");
   });
 
+  it('a sign-up whose preferred_username is a reserved name gets another username (docs/api.md, "Conventions")', async () => {
+    for (const preferred of ["login", "Me", "validate-password"]) {
+      const email = `${unique("reserved")}@idp.test`;
+      await oidcNextLogin(oidcAccount(email, { preferred_username: preferred }));
+      const { done } = await signIn(OIDC_CALLBACK, { override: { OIDC_ALLOW_SIGNUPS: "true" } });
+      expect(done.status, await peek(done)).toBe(302);
+      const me = await json<{ username: string }>(await meByCookie(sessionOf(done)));
+      expect(me.username).toMatch(new RegExp(`^${preferred.toLowerCase()}-[a-z0-9]{5}$`));
+    }
+  });
+
   it("lets a deleted self-signed-up user sign up again (the old link does not block the identity)", async () => {
     const account = oidcAccount(`${unique("returning")}@idp.test`);
     const override = { OIDC_ALLOW_SIGNUPS: "true" };

@@ -16,7 +16,7 @@ describe('conventions (docs/api.md, "Conventions")', () => {
     expect(res.headers.get("Allow")).toContain("GET");
     const authcheck = await call("GET", "/authcheck");
     expect(authcheck.status).toBe(405);
-    expect(authcheck.headers.get("Allow")).toBe("POST");
+    expect(authcheck.headers.get("Allow")).toBe("POST, OPTIONS");
   });
 
   it("a trailing slash is another path: 404, not a 405 whose Allow names the method used", async () => {

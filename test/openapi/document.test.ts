@@ -242,7 +242,19 @@ describe("GET /api/v2/openapi.json", () => {
       $ref: "#/components/schemas/LoginWithPasswordRequest",
     });
     expect(bodyOf("/api/v2/users/login", "post")).toEqual(expected(loginBody));
-    expect(bodyOf("/api/v2/notifications/custom", "post")).toEqual(expected(customNotificationBody));
+    // A request body's defaults are stated in descriptions, not as `default` (docs/api.md, "The OpenAPI document").
+    const described = (node: unknown): unknown =>
+      Array.isArray(node)
+        ? node.map(described)
+        : isObject(node)
+          ? "default" in node && "type" in node
+            ? described({
+                ...Object.fromEntries(Object.entries(node).filter(([k]) => k !== "default")),
+                description: `Default: \`${JSON.stringify(node.default)}\`.`,
+              })
+            : Object.fromEntries(Object.entries(node).map(([k, v]) => [k, described(v)]))
+          : node;
+    expect(bodyOf("/api/v2/notifications/custom", "post")).toEqual(described(expected(customNotificationBody)));
     expect(bodyOf("/api/v2/notifications/inbox/{id}/read-status", "put")).toEqual(expected(readStatusBody));
     const { description: _description, ...settings } = bodyOf("/api/v2/notifications/settings", "put");
     expect(settings).toEqual(expected(settingsBody));

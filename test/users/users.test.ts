@@ -207,6 +207,27 @@ describe("users", () => {
   });
 });
 
+describe('service accounts in user answers (docs/authorization.md, "Fields (ASVS 8.1.2)")', () => {
+  it("every user answer carries is_service_account, the same value as service_account", async () => {
+    const admin = await owner();
+    const service = await createUser({ service: true });
+    const member = await createUser();
+    for (const [id, expected] of [
+      [service.id, true],
+      [member.id, false],
+    ] as const) {
+      const user = await json<{ service_account: boolean; is_service_account: boolean }>(await call("GET", `/users/${id}`, { token: admin.token }));
+      expect(user).toMatchObject({ service_account: expected, is_service_account: expected });
+    }
+    const me = await json<{ is_service_account: boolean }>(await call("GET", "/users/me", { token: admin.token }));
+    expect(me.is_service_account).toBe(false);
+    const list = await json<{ users: { service_account: boolean; is_service_account: boolean }[] }>(
+      await call("GET", "/users", { token: admin.token }),
+    );
+    for (const user of list.users) expect(user.is_service_account).toBe(user.service_account);
+  });
+});
+
 describe("roles", () => {
   it("only an owner grants site roles; nobody changes their own", async () => {
     const admin = await owner();
