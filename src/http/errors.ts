@@ -59,10 +59,21 @@ export class ApiError extends Error {
     this.event = options.event;
   }
 
+  /**
+   * The body, within its bounds (docs/api.md, "Unknown keys and long validation lists"): at most ten validations, every string cut to its
+   * limit, so no error body is larger than 8 KiB whatever was thrown (a flood of bad keys or values included).
+   */
   body(): ErrorBody {
-    const body: ErrorBody = { message: this.message };
-    if (this.detail) body.detail = this.detail;
-    if (this.validations && this.validations.length > 0) body.validations = this.validations;
+    const body: ErrorBody = { message: clip(this.message, ErrorBodyLimits.message) };
+    const all = this.validations ?? [];
+    const kept = all.slice(0, ErrorBodyLimits.validations);
+    const left = all.length - kept.length;
+    const note = left > 0 ? `${kept.length} of ${all.length} validations are listed.` : "";
+    const detail = [this.detail ? clip(this.detail, ErrorBodyLimits.detail - (note ? note.length + 1 : 0)) : "", note].filter(Boolean).join(" ");
+    if (detail) body.detail = detail;
+    if (kept.length > 0) {
+      body.validations = kept.map((v) => ({ field: clip(v.field, ErrorBodyLimits.field), detail: clip(v.detail, ErrorBodyLimits.validationDetail) }));
+    }
     return body;
   }
 }
@@ -87,4 +98,50 @@ export function rateLimited(limit: number, periodSeconds: number, retryAfterSeco
   return new ApiError(429, Messages.rateLimited(limit, period), {
     headers: { "Retry-After": String(Math.max(1, Math.ceil(retryAfterSeconds))) },
   });
+}
+
+/**
+ * The bounds of every error body (docs/api.md, "Unknown keys and long validation lists"), in bytes of the
+ * JSON answer. With at most ten validations the sum stays under 8 KiB: 512 + 1,024 + 10 × (200 + 400 + 25 of
+ * punctuation) + 40 of the body's own punctuation = 7,826 bytes.
+ */
+export const ErrorBodyLimits = {
+  message: 512,
+  detail: 1024,
+  validations: 10,
+  field: 200,
+  validationDetail: 400,
+  bodyBytes: 8 * 1024,
+} as const;
+
+/** Bytes `cp` takes in a JSON string, UTF-8 encoded: `\uXXXX` for controls, two for `"` and `\`. */
+function jsonBytes(cp: number): number {
+  if (cp < 0x20) return 6;
+  if (cp === 0x22 || cp === 0x5c) return 2;
+  if (cp < 0x80) return 1;
+  if (cp < 0x800) return 2;
+  // A lone surrogate is written as a `\uXXXX` escape.
+  if (cp >= 0xd800 && cp <= 0xdfff) return 6;
+  return cp < 0x10000 ? 3 : 4;
+}
+
+const ELLIPSIS = "…";
+const ELLIPSIS_BYTES = 3;
+
+/**
+ * `text` as it is, when its JSON form fits in `maxBytes`; else its longest prefix of whole code points that fits
+ * with a trailing "…". Stops reading at the cut, so the cost is bounded by `maxBytes`, not by the text.
+ */
+function clip(text: string, maxBytes: number): string {
+  let bytes = 0;
+  let cut = -1;
+  for (let i = 0; i < text.length; ) {
+    const cp = text.codePointAt(i) ?? 0;
+    const size = jsonBytes(cp);
+    if (cut === -1 && bytes + size > maxBytes - ELLIPSIS_BYTES) cut = i;
+    bytes += size;
+    if (bytes > maxBytes) return `${text.slice(0, cut)}${ELLIPSIS}`;
+    i += cp > 0xffff ? 2 : 1;
+  }
+  return text;
 }

@@ -2,21 +2,44 @@ import { zValidator } from "@hono/zod-validator";
 import type { MiddlewareHandler } from "hono";
 import type * as z from "zod";
 import { documents } from "../openapi/describe";
-import { badRequest, type FieldValidation, validationFailed } from "./errors";
+import { badRequest, ErrorBodyLimits, type FieldValidation, validationFailed } from "./errors";
 import type { AppEnv } from "./types";
 
-/** Turns zod issues into docs/api.md (Conventions) `validations`: one entry per bad field, `field` being its JSON path. */
+/** How many unknown keys one validation quotes, and how much of each (docs/api.md, "Unknown keys and long validation lists"). */
+const UNKNOWN_KEYS_SHOWN = 5;
+const UNKNOWN_KEY_CHARS = 40;
+
+/**
+ * The one validation for all the unknown keys of an object (docs/api.md, "Unknown keys and long validation lists"): named by the first of them,
+ * quoting at most five and counting the rest. zod's own message lists every key, and it used to be repeated in one
+ * entry per key, which made the answer grow with the square of the key count.
+ */
+function unknownKeys(path: readonly PropertyKey[], keys: readonly string[]): FieldValidation {
+  const quoted = keys
+    .slice(0, UNKNOWN_KEYS_SHOWN)
+    .map((key) => JSON.stringify(key.length > UNKNOWN_KEY_CHARS ? `${key.slice(0, UNKNOWN_KEY_CHARS)}…` : key))
+    .join(", ");
+  const more = keys.length > UNKNOWN_KEYS_SHOWN ? ` and ${keys.length - UNKNOWN_KEYS_SHOWN} more` : "";
+  const first = keys[0] ?? "";
+  const field = [...path.map(String), first.length > UNKNOWN_KEY_CHARS ? `${first.slice(0, UNKNOWN_KEY_CHARS)}…` : first].join(".");
+  return { field, detail: `Unrecognized key${keys.length > 1 ? "s" : ""}: ${quoted}${more}` };
+}
+
+/**
+ * Turns zod issues into docs/api.md (Conventions) `validations`: one entry per bad field, `field` being its JSON path,
+ * and one for all the unknown keys of an object. Linear in the issues; `ApiError.body` bounds what is answered.
+ */
 export function toValidations(error: { issues: readonly z.core.$ZodIssue[] }): FieldValidation[] {
   const seen = new Set<string>();
   const out: FieldValidation[] = [];
   for (const issue of error.issues) {
-    const fields =
-      issue.code === "unrecognized_keys" ? issue.keys.map((k) => [...issue.path, k].join(".")) : [issue.path.map(String).join(".") || "body"];
-    for (const field of fields) {
-      if (seen.has(field)) continue;
-      seen.add(field);
-      out.push({ field, detail: issue.message });
-    }
+    const validation =
+      issue.code === "unrecognized_keys"
+        ? unknownKeys(issue.path, issue.keys)
+        : { field: issue.path.map(String).join(".") || "body", detail: issue.message };
+    if (seen.has(validation.field)) continue;
+    seen.add(validation.field);
+    out.push(validation);
   }
   return out;
 }
@@ -45,7 +68,9 @@ function refuse(invalidMessage?: string) {
     if (result.success || !result.error) return;
     const validations = toValidations(result.error);
     if (!invalidMessage) throw validationFailed(validations);
-    throw badRequest(invalidMessage, { detail: validations.map((v) => `${v.field}: ${v.detail}`).join("; "), validations });
+    // The detail repeats what the body lists, so it is made of the validations the body keeps (ApiError.body).
+    const listed = validations.slice(0, ErrorBodyLimits.validations);
+    throw badRequest(invalidMessage, { detail: listed.map((v) => `${v.field}: ${v.detail}`).join("; "), validations });
   };
 }
 

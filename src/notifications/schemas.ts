@@ -4,25 +4,24 @@ import { DISPATCH_METHODS, MESSAGE_STATUSES } from "../db/schema";
 import { uuid } from "../http/ids";
 import { count, timestamp } from "../http/schemas";
 import { described, exemplified, named } from "../openapi/registry";
+import { displayed } from "../text/display";
 
 const CUSTOM_TITLE_MAX = 120;
 const CUSTOM_MESSAGE_MAX = 2000;
 
 /**
  * The content of a custom notification or a broadcast: at least one of title/message non-empty after trimming; lengths
- * 120 / 2000. The title becomes an e-mail Subject, so it may hold no control character at all (line breaks and tabs
- * included); the message is Markdown and may have line breaks (docs/email.md).
+ * 120 / 2000. Both are displayed text (docs/api.md, "Displayed text"): the title is a single line (it becomes an
+ * e-mail Subject, docs/email.md), the message is Markdown and may have line breaks (LF) and tabs.
  */
 export const notificationContent = exemplified(
   [{ title: "Deploy finished", message: "See [the log](https://ci.example.com/42)." }],
   z
     .object({
-      title: z
-        .string()
-        .max(CUSTOM_TITLE_MAX, `title must be at most ${CUSTOM_TITLE_MAX} characters`)
-        .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, "title must not contain control characters such as line breaks or tabs")
-        .default(""),
-      message: z.string().max(CUSTOM_MESSAGE_MAX, `message must be at most ${CUSTOM_MESSAGE_MAX} characters`).default(""),
+      title: displayed(z.string().max(CUSTOM_TITLE_MAX, `title must be at most ${CUSTOM_TITLE_MAX} characters`), "title", "single").default(""),
+      message: displayed(z.string().max(CUSTOM_MESSAGE_MAX, `message must be at most ${CUSTOM_MESSAGE_MAX} characters`), "message", "multi").default(
+        "",
+      ),
     })
     .refine((c) => c.title.trim() !== "" || c.message.trim() !== "", { message: "provide a non-empty title or message" }),
 );

@@ -4,6 +4,7 @@ import { TOKEN_LIFETIME_CEILING_MS } from "../config/schema";
 import { uuid } from "../http/ids";
 import { count, timestamp } from "../http/schemas";
 import { described, named } from "../openapi/registry";
+import { displayed } from "../text/display";
 import { UserMessages } from "./messages";
 import { isReservedUsername } from "./reserved";
 
@@ -19,7 +20,8 @@ const username = z
 const email = z.email().max(320);
 /** Policy (length, common list, strength) is checked separately so its reason reads well; this bounds the input. */
 const password = z.string().max(1024);
-const displayName = z.string().max(128);
+/** Shown to everyone who lists users: displayed text, one line (docs/api.md, "Displayed text"). */
+const displayName = displayed(z.string().max(128), "name", "single");
 
 export const createFirstUserBody = named(
   "CreateFirstUserRequest",
@@ -106,11 +108,17 @@ const TOKEN_LIFETIME_CEILING_SECONDS = TOKEN_LIFETIME_CEILING_MS / 1000;
 export const createTokenBody = named(
   "CreateTokenRequest",
   z.object({
-    token_name: z
-      .string()
-      .min(1)
-      .max(64)
-      .regex(/^[a-zA-Z0-9][a-zA-Z0-9 _.-]*$/, "must start with a letter or digit and use letters, digits, space, _ . -"),
+    // Its own characters are ASCII already; the displayed-text rule (docs/api.md, "Displayed text") is applied all the same,
+    // so every field another person reads goes through the one rule.
+    token_name: displayed(
+      z
+        .string()
+        .min(1)
+        .max(64)
+        .regex(/^[a-zA-Z0-9][a-zA-Z0-9 _.-]*$/, "must start with a letter or digit and use letters, digits, space, _ . -"),
+      "token_name",
+      "single",
+    ),
     lifetime: described(
       "Seconds; defaults to 7 days. This deployment's TOKEN_MAX_LIFETIME (default 2,592,000 = 30 days; never above the maximum here) caps it: above it → 400 `Lifetime must be at most N seconds.`",
       z.number().int().positive().max(TOKEN_LIFETIME_CEILING_SECONDS),
