@@ -7,7 +7,8 @@ import { enqueueNotification } from "../../src/notifications/enqueue";
 import { writePaused } from "../../src/notifications/settings";
 import { TEMPLATE_IDS } from "../../src/notifications/templates";
 import { createUser } from "../helpers";
-import { type LabHandle, labServer, setLabClock } from "../peers";
+import { type LabHandle, type LabProfile, labServer, setLabClock } from "../peers";
+import type { CutStage } from "../peers/smtp-lab";
 
 // The fault table of docs/email.md: a mail server that is down for a while, or greylists, and Herald's retry schedule
 // driven across days by a clock the test controls (dispatchMessage's `now`, and the lab server's greylist clock), so
@@ -38,9 +39,18 @@ interface Outcome {
  * A message enqueued while the notifier is paused (so nothing sends it on real time), dated at `t0`, then delivered
  * by calling the dispatcher at each retry time it schedules — what the queue's delayed message or the cron does.
  */
-async function drive(fault: { kind: "outage" | "greylist"; ms: number }): Promise<Outcome> {
-  const lab: LabHandle = await labServer(fault.kind === "greylist" ? { greylistMs: fault.ms } : {});
-  const labEnv = { ...env, EMAIL_SMARTHOST: `127.0.0.1:${lab.port}`, EMAIL_TLS: "none", EMAIL_USERNAME: undefined, EMAIL_PASSWORD: undefined } as Env;
+async function drive(
+  fault: { kind: "outage" | "greylist"; ms: number } | { kind: "cut"; profile: LabProfile; tls: "starttls" | "tls" },
+): Promise<Outcome> {
+  const lab: LabHandle = await labServer(fault.kind === "greylist" ? { greylistMs: fault.ms } : fault.kind === "cut" ? fault.profile : {});
+  // The TLS cases use "localhost", the name the test certificates carry (and workerd trusts their CA).
+  const labEnv = {
+    ...env,
+    EMAIL_SMARTHOST: fault.kind === "cut" ? `localhost:${lab.port}` : `127.0.0.1:${lab.port}`,
+    EMAIL_TLS: fault.kind === "cut" ? fault.tls : "none",
+    EMAIL_USERNAME: undefined,
+    EMAIL_PASSWORD: undefined,
+  } as Env;
   const user = await createUser();
   const db = database(env.DB);
   // A day ahead of real time: the retry times it schedules are never due for the real queue consumer.
@@ -53,7 +63,7 @@ async function drive(fault: { kind: "outage" | "greylist"; ms: number }): Promis
     {
       userId: user.id,
       templateId: TEMPLATE_IDS.custom,
-      labels: { custom_title: `fault ${fault.kind} ${fault.ms}`, custom_message: "body" },
+      labels: { custom_title: `fault ${fault.kind} ${"ms" in fault ? fault.ms : fault.profile.cutFirstAt}`, custom_message: "body" },
       createdBy: "test",
     },
   );
@@ -66,7 +76,7 @@ async function drive(fault: { kind: "outage" | "greylist"; ms: number }): Promis
   try {
     for (let i = 0; i < 400; i++) {
       if (fault.kind === "outage") await (now < t0 + fault.ms ? lab.stop() : lab.start());
-      else await setLabClock(now);
+      else if (fault.kind === "greylist") await setLabClock(now);
       await dispatchMessage(labEnv, id, now);
       row = await env.DB.prepare("SELECT status, status_reason, attempts, next_retry_after FROM notification_messages WHERE id = ?")
         .bind(id)
@@ -135,4 +145,28 @@ describe("fault table: outages and greylisting against the retry schedule (docs/
     expect(outcome.reason).toMatch(/^gave up after \d+ attempts over 5d 0h \(NOTIFICATIONS_MAX_AGE\): smtp: connection to 127\.0\.0\.1:\d+ failed/);
     console.log(["| fault | outcome | arrived | duplicates | attempts | first try → outcome |", "|---|---|---|---|---|---|", ...table].join("\n"));
   });
+});
+
+// docs/email.md, "What it does": a connection closed, reset or cut at any TLS stage is temporary; only a certificate
+// the runtime refused is permanent. Each server cuts its first connection at one stage and then behaves; the message
+// must end sent, once, and never be recorded as a certificate failure.
+describe("TLS stages: a cut connection is temporary, never a certificate failure (docs/email.md)", () => {
+  const stages: [CutStage, "starttls" | "tls", string][] = [
+    ["after-starttls-reply", "starttls", "closed 5 ms after STARTTLS's 220"],
+    ["during-handshake", "starttls", "closed when the ClientHello arrives"],
+    ["after-handshake", "starttls", "closed as soon as the handshake completes"],
+    ["ehlo-421-after-tls", "starttls", "421 to the EHLO under TLS"],
+    ["implicit-before-handshake", "tls", "implicit TLS, closed before the handshake"],
+  ];
+  for (const [stage, tls, what] of stages) {
+    it(`${what}: sent, arrived once`, async () => {
+      const profile: LabProfile = tls === "tls" ? { implicitTls: true, cutFirstAt: stage } : { starttls: true, cutFirstAt: stage };
+      const outcome = await drive({ kind: "cut", profile, tls });
+      expect(outcome.status).toBe("sent");
+      expect(outcome.arrived).toBe(1);
+      // A cut before the handshake completes is tried again at once on a new connection (one attempt); one after it
+      // is an ordinary temporary failure, retried on the backoff (two attempts).
+      expect(outcome.attempts).toBe(stage === "after-handshake" || stage === "ehlo-421-after-tls" ? 2 : 1);
+    });
+  }
 });
