@@ -311,4 +311,13 @@ describe("SMTP matrix: what the message says about its sender (docs/email.md)", 
     for (const word of header.match(/=\?[^?]+\?[BQ]\?[^?]*\?=/g) ?? []) expect(word.length).toBeLessThanOrEqual(75);
     for (const line of mail.raw.split("\r\n")) expect(line.length).toBeLessThanOrEqual(998);
   });
+
+  it("links in a title: the Subject shows their text only, the text part keeps `text (url)` (docs/email.md)", async () => {
+    const title = "Mail ops@example.com if it fails, see <https://status.example.com> or [the runbook](https://runbook.example.com/deploy)";
+    const mail = await delivered(
+      await attempt({}, { EMAIL_TLS: "none" }, { title, message: "Read [the runbook](https://runbook.example.com/deploy)." }),
+    );
+    expect(mail.parsed.subject).toBe("Mail ops@example.com if it fails, see https://status.example.com or the runbook");
+    expect(mail.parsed.text).toContain("Read the runbook (https://runbook.example.com/deploy).");
+  });
 });

@@ -1,3 +1,4 @@
+import { markdownToPlaintext } from "../../markdown/plaintext";
 import { domainOf, isAddress } from "../email/address";
 import { composeEmail } from "../email/mime";
 import { SmtpFailure, sendMail } from "../email/smtp-client";
@@ -33,7 +34,8 @@ export async function sendEmail({ config, message, rendered, payload, deadline }
   const data = composeEmail({
     from,
     to,
-    subject: rendered.title,
+    // The title's words only: a link's target spelled out in a Subject reads as noise, or as bait (docs/email.md).
+    subject: markdownToPlaintext(rendered.titleMarkdown, { targets: false }),
     text: emailText(rendered),
     html: rendered.html,
     messageId: messageIdFor(message.id, from.address),
