@@ -1,5 +1,5 @@
 // A TCP proxy in front of a real SMTP server that cuts one connection at a chosen STARTTLS stage and passes every
-// other one through untouched (docs/email.md, "A cut connection or a refused certificate"). It reads only the clear
+// other one through untouched (docs/email.md, "What it does"). It reads only the clear
 // text before STARTTLS and counts what crosses it afterwards, so the server's TLS is the real one.
 import { type AddressInfo, createServer, type Server, Socket } from "node:net";
 

@@ -138,7 +138,7 @@ describe.skipIf(Boolean(unavailable))("real Postfix and SpamAssassin (docs/email
     for (const s of scores) expect(s.score, `${s.subject}: ${s.rules.map((r) => `${r.name}=${r.points}`).join(" ")}`).toBeLessThanOrEqual(1.0);
   });
 
-  // docs/email.md, "A cut connection or a refused certificate": a connection cut at a TLS stage is temporary, never a
+  // docs/email.md, "What it does": a connection cut at a TLS stage is temporary, never a
   // certificate failure; the passcode e-mail still arrives, once.
   const cuts: [ProxyCut, string][] = [
     ["after-starttls-reply", "cut 5 ms after Postfix's 220 to STARTTLS"],
