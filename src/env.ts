@@ -22,6 +22,8 @@ export interface Env {
   SENSITIVE_LIMITER: RateLimit;
   /** Carries notification message ids to this Worker's queue() consumer. */
   NOTIFICATION_QUEUE: Queue<NotificationQueueMessage>;
+  /** The same for mandatory templates (passcodes, security notices): a lane of their own (docs/email.md). */
+  NOTIFICATION_URGENT_QUEUE: Queue<NotificationQueueMessage>;
   /** Carries broadcast fan-out steps to this Worker's queue() consumer. */
   BROADCAST_QUEUE: Queue<BroadcastQueueMessage>;
   /** The dashboard and the embed, built into dist/public (wrangler.toml `[assets]`, docs/dashboard.md). */

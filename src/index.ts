@@ -21,9 +21,9 @@ function isNotificationBatch(batch: AnyBatch): batch is MessageBatch<Notificatio
 
 export default {
   fetch: app.fetch,
-  queue: async (batch, env) => {
+  queue: async (batch, env, ctx) => {
     if (isBroadcastBatch(batch)) await handleBroadcastQueue(batch, env);
-    else if (isNotificationBatch(batch)) await handleQueue(batch, env);
+    else if (isNotificationBatch(batch)) await handleQueue(batch, env, ctx);
   },
   scheduled: (_controller, env, ctx) =>
     ctx.waitUntil(Promise.all([handleScheduled(env), broadcastHousekeeping(env), backfillSearchKeys(database(env.DB))])),

@@ -5,33 +5,34 @@ import { decodeNamedReferences } from "./references";
 /**
  * Markdown → plain text for clients that cannot render Markdown (docs/api.md (Notification delivery): `plaintext` strips Markdown, links become
  * `text (url)`). Parsed by marked's lexer, so emphasis, headings, lists and escapes are understood, not regex-guessed.
- * A URL the link policy refuses (links.ts) is left out: only its text remains.
+ * A URL the link policy refuses (links.ts) is left out: only its text remains. `targets: false` leaves every link's
+ * target out, for an e-mail's Subject (docs/email.md, "Nothing a user writes reaches a header or a live link").
  */
-export function markdownToPlaintext(markdown: string): string {
+export function markdownToPlaintext(markdown: string, { targets = true }: { targets?: boolean } = {}): string {
   const blocks = new Lexer({ gfm: true }).lex(markdown);
-  return renderBlocks(blocks)
+  return renderBlocks(blocks, targets)
     .replace(/\n{3,}/g, "\n\n")
     .trim();
 }
 
-function renderBlocks(tokens: Token[]): string {
-  return tokens.map(renderBlock).join("");
+function renderBlocks(tokens: Token[], targets: boolean): string {
+  return tokens.map((token) => renderBlock(token, targets)).join("");
 }
 
-function renderBlock(token: Token): string {
+function renderBlock(token: Token, targets: boolean): string {
   switch (token.type) {
     case "heading":
     case "paragraph":
-      return `${renderInline((token as Tokens.Heading | Tokens.Paragraph).tokens)}\n\n`;
+      return `${renderInline((token as Tokens.Heading | Tokens.Paragraph).tokens, targets)}\n\n`;
     case "blockquote":
-      return renderBlocks((token as Tokens.Blockquote).tokens);
+      return renderBlocks((token as Tokens.Blockquote).tokens, targets);
     case "list": {
       const list = token as Tokens.List;
       const start = typeof list.start === "number" ? list.start : 1;
       const items = list.items.map((item, i) => {
         const marker = `${list.ordered ? `${start + i}.` : "-"} `;
         // Every line after the first is indented to the item's text, so a sub-list reads as nested.
-        return marker + renderListItem(item).replace(/\n(?=.)/g, `\n${" ".repeat(marker.length)}`);
+        return marker + renderListItem(item, targets).replace(/\n(?=.)/g, `\n${" ".repeat(marker.length)}`);
       });
       return `${items.join("\n")}\n\n`;
     }
@@ -39,7 +40,7 @@ function renderBlock(token: Token): string {
       return `${(token as Tokens.Code).text}\n\n`;
     case "table": {
       const table = token as Tokens.Table;
-      const row = (cells: Tokens.TableCell[]) => cells.map((cell) => renderInline(cell.tokens)).join(" | ");
+      const row = (cells: Tokens.TableCell[]) => cells.map((cell) => renderInline(cell.tokens, targets)).join(" | ");
       return `${[row(table.header), ...table.rows.map(row)].join("\n")}\n\n`;
     }
     case "hr":
@@ -52,10 +53,10 @@ function renderBlock(token: Token): string {
       return `${(token as Tokens.HTML).text.trim()}\n\n`;
     case "text": {
       const text = token as Tokens.Text;
-      return text.tokens ? renderInline(text.tokens) : text.text;
+      return text.tokens ? renderInline(text.tokens, targets) : text.text;
     }
     default:
-      return renderInline([token]);
+      return renderInline([token], targets);
   }
 }
 
@@ -63,7 +64,7 @@ function renderBlock(token: Token): string {
  * An item's blocks, one per line: its own text is a `text` block without a line break of its own, so without this a
  * nested list would be glued to it. A task's checkbox stays on the line of the text it belongs to.
  */
-function renderListItem(item: Tokens.ListItem): string {
+function renderListItem(item: Tokens.ListItem, targets: boolean): string {
   const lines: string[] = [];
   let checkbox = "";
   for (const token of item.tokens) {
@@ -71,7 +72,7 @@ function renderListItem(item: Tokens.ListItem): string {
       checkbox = (token as Tokens.Checkbox).checked ? "[x] " : "[ ] ";
       continue;
     }
-    const text = renderBlock(token)
+    const text = renderBlock(token, targets)
       .replace(/\n{3,}/g, "\n\n")
       .trim();
     if (text === "") continue;
@@ -81,7 +82,7 @@ function renderListItem(item: Tokens.ListItem): string {
   return lines.join("\n") || checkbox.trim();
 }
 
-function renderInline(tokens: Token[] | undefined): string {
+function renderInline(tokens: Token[] | undefined, targets: boolean): string {
   if (!tokens) return "";
   return tokens
     .map((token): string => {
@@ -89,20 +90,20 @@ function renderInline(tokens: Token[] | undefined): string {
         case "strong":
         case "em":
         case "del":
-          return renderInline((token as Tokens.Strong | Tokens.Em | Tokens.Del).tokens);
+          return renderInline((token as Tokens.Strong | Tokens.Em | Tokens.Del).tokens, targets);
         case "codespan":
           return (token as Tokens.Codespan).text;
         case "link": {
           const link = token as Tokens.Link;
-          const text = renderInline(link.tokens);
+          const text = renderInline(link.tokens, targets);
           const href = safeHref(link.href);
-          if (!href) return text;
+          if (!href || (!targets && text)) return text;
           return text && text !== link.href ? `${text} (${href})` : href;
         }
         case "image": {
           const image = token as Tokens.Image;
           const href = safeHref(image.href);
-          return href ? `${image.text || "image"} (${href})` : image.text;
+          return href && targets ? `${image.text || "image"} (${href})` : image.text;
         }
         case "br":
           return "\n";
@@ -112,7 +113,7 @@ function renderInline(tokens: Token[] | undefined): string {
           return (token as Tokens.HTML).text;
         case "text": {
           const text = token as Tokens.Text;
-          return text.tokens ? renderInline(text.tokens) : decodeNamedReferences(text.text);
+          return text.tokens ? renderInline(text.tokens, targets) : decodeNamedReferences(text.text);
         }
         default:
           return "raw" in token && typeof token.raw === "string" ? token.raw : "";

@@ -1,7 +1,7 @@
 import { and, asc, eq, inArray, isNull, lt, lte, or } from "drizzle-orm";
 import { purgePasscodeMails } from "../auth/password-reset";
 import { database } from "../db/client";
-import { notificationMessages } from "../db/schema";
+import { notificationMessages, notificationTemplates } from "../db/schema";
 import { inSlices } from "../db/slices";
 import type { Env, NotificationQueueMessage } from "../env";
 import { nowIso } from "../lib/crypto";
@@ -23,7 +23,12 @@ const REDRIVE_BATCH = 500;
  * acked once handled; only an unexpected crash asks the queue to retry, and what keeps crashing reaches the
  * dead-letter queue, whose consumer records it as a permanent failure with the reason.
  */
-export async function handleQueue(batch: MessageBatch<NotificationQueueMessage>, env: Env): Promise<void> {
+export async function handleQueue(
+  batch: MessageBatch<NotificationQueueMessage>,
+  env: Env,
+  ctx: Pick<ExecutionContext, "waitUntil"> = { waitUntil: () => undefined },
+  handOffMs = HAND_OFF_MS,
+): Promise<void> {
   if (batch.queue === DEAD_LETTER_QUEUE) {
     const db = database(env.DB);
     // Whatever was not finished yet: pending, leased or waiting for a retry.
@@ -40,16 +45,30 @@ export async function handleQueue(batch: MessageBatch<NotificationQueueMessage>,
   // a multi-id message crashes, the whole message is retried: the ids already sent are no longer leasable.
   await Promise.all(
     batch.messages.map(async (message) => {
+      const sends = Promise.all(idsOf(message.body).map((id) => dispatchMessage(env, id)));
+      // A send still running after the hand-off time goes on in the background: the batch returns, so the consumer
+      // takes the next one instead of waiting out a stalled server (up to RFC 5321's minutes). The message is acked:
+      // its lease, renewed while the send lives, and the cron own it from here (docs/email.md, "Two lanes").
+      ctx.waitUntil(sends.catch(() => undefined));
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const handedOff = new Promise<"handed-off">((resolve) => {
+        timer = setTimeout(() => resolve("handed-off"), handOffMs);
+      });
       try {
-        await Promise.all(idsOf(message.body).map((id) => dispatchMessage(env, id)));
+        await Promise.race([sends, handedOff]);
         message.ack();
       } catch (error) {
         console.error(`[herald] queue consumer failed on message ${message.id}: ${error instanceof Error ? error.name : "error"}`);
         message.retry();
+      } finally {
+        clearTimeout(timer);
       }
     }),
   );
 }
+
+/** How long the consumer waits for a batch's sends before it hands the slow ones off (see handleQueue). */
+const HAND_OFF_MS = 10_000;
 
 function idsOf(body: NotificationQueueMessage): string[] {
   return "messageIds" in body ? body.messageIds : [body.messageId];
@@ -70,8 +89,14 @@ export async function redrive(env: Env, minAgeMs: number, at = Date.now()): Prom
   if (await readPaused(db)) return 0;
   const cutoff = nowIso(at - minAgeMs);
   const due = await db
-    .select({ id: notificationMessages.id, method: notificationMessages.method, nextRetryAfter: notificationMessages.nextRetryAfter })
+    .select({
+      id: notificationMessages.id,
+      method: notificationMessages.method,
+      nextRetryAfter: notificationMessages.nextRetryAfter,
+      mandatory: notificationTemplates.mandatory,
+    })
     .from(notificationMessages)
+    .leftJoin(notificationTemplates, eq(notificationTemplates.id, notificationMessages.templateId))
     .where(
       or(
         // Pending past the straggler age: its direct send or queue message was lost. A read-aware e-mail waits

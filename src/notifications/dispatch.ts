@@ -13,6 +13,7 @@ import { renderTemplate } from "./render";
 import { unseal } from "./sealed";
 import { readPaused } from "./settings";
 import { moveMessages } from "./status";
+import { TEMPLATE_IDS } from "./templates";
 
 const CHANNELS: Record<DispatchMethod, Channel> = { smtp: sendEmail, webhook: sendWebhook, inbox: sendToInbox };
 /**
@@ -20,12 +21,33 @@ const CHANNELS: Record<DispatchMethod, Channel> = { smtp: sendEmail, webhook: se
  * 10-minute wait for the final reply to DATA (docs/email.md).
  */
 const SEND_BUDGET_MS = 13 * 60_000;
-/** A lease outlives any send, so the cron re-drives a message only when the worker that held it is gone. */
-const LEASE_MS = 15 * 60_000;
+/**
+ * A lease is short and renewed while its send is alive (docs/email.md, "Never lose, never duplicate"): at each SMTP
+ * stage reached and every RENEW_EVERY_MS while a reply is awaited. A holder that dies stops renewing, so the cron
+ * takes the message back about a minute later, not after the longest possible send.
+ */
+const LEASE_MS = 60_000;
+const RENEW_EVERY_MS = 20_000;
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
 
 /** `not_taken`: paused, not due yet, or another consumer holds it; `skipped`: a read-aware e-mail whose inbox copy was read. */
 export type DispatchOutcome = "sent" | "retry" | "failed" | "skipped" | "not_taken";
+
+/** The message-log reason of a passcode e-mail that could not be sent before its code expired (docs/email.md). */
+export const PASSCODE_EXPIRED = "the passcode expired (OTP_TTL) before it could be sent; the user can ask for a new one";
+
+/** When a message stops being worth sending: a passcode when its code expires; anything else never. */
+function expiryOf(config: Config, message: MessageRow): number | undefined {
+  return message.templateId === TEMPLATE_IDS.oneTimePasscode ? Date.parse(message.createdAt) + config.OTP_TTL : undefined;
+}
+
+/**
+ * The queue a message travels: mandatory templates (passcodes, security notices) have a lane of their own, so they
+ * never wait behind a batch held up by a slow receiver (docs/email.md, "Two lanes").
+ */
+function laneOf(env: Env, mandatory: boolean): Queue<NotificationQueueMessage> {
+  return mandatory ? env.NOTIFICATION_URGENT_QUEUE : env.NOTIFICATION_QUEUE;
+}
 
 /** The message-log reason of a read-aware e-mail that was not sent (docs/broadcasts.md). */
 export const READ_BEFORE_DUE = "read in the inbox before the e-mail was due";
@@ -46,15 +68,82 @@ function formatAge(ms: number): string {
 }
 
 /** Takes the message if it is due: one UPDATE decides, so two consumers never send the same message. */
-async function lease(db: Database, id: string, at: number): Promise<MessageRow | undefined> {
+async function lease(db: Database, id: string, at: number, leaseMs: number): Promise<MessageRow | undefined> {
   const now = nowIso(at);
   const due = and(eq(notificationMessages.id, id), or(isNull(notificationMessages.nextRetryAfter), lte(notificationMessages.nextRetryAfter, now)));
   const rows = await moveMessages(db, due, "leased", {
-    leasedUntil: nowIso(at + LEASE_MS),
+    leasedUntil: nowIso(at + leaseMs),
     attempts: sql`${notificationMessages.attempts} + 1`,
     updatedAt: now,
   }).returning();
   return rows[0];
+}
+
+/** The lease on a message was taken back (it expired and the cron re-drove it): this holder must not send. */
+class LeaseLost extends Error {
+  override name = "LeaseLost";
+}
+
+/**
+ * Keeps a message's lease while its send is alive. Each renewal is one conditional UPDATE that also checks the lease
+ * is still the one this holder set, so a holder whose lease expired learns it before its next command instead of
+ * sending a second copy. Times are on the scheduling clock (`at` plus the real time elapsed since the lease).
+ */
+class LeaseKeeper {
+  private until: string;
+  private renewedAt = Date.now();
+  private readonly startedAt = Date.now();
+  private lost = false;
+  private inFlight: Promise<void> = Promise.resolve();
+  private timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(
+    private readonly db: Database,
+    private readonly id: string,
+    private readonly at: number,
+    private readonly leaseMs: number,
+    leasedUntil: string,
+  ) {
+    this.until = leasedUntil;
+  }
+
+  /** Renews on a timer too: a stage can legitimately wait minutes for a reply (the final one up to ten). */
+  start(): void {
+    this.timer = setInterval(() => void this.renew(), Math.min(RENEW_EVERY_MS, this.leaseMs / 3));
+  }
+
+  /** Called as each SMTP stage is reached: renews when due, and stops the send if the lease was lost. */
+  readonly progress = async (): Promise<void> => {
+    if (Date.now() - this.renewedAt >= Math.min(RENEW_EVERY_MS, this.leaseMs / 3)) await this.renew();
+    else await this.inFlight;
+    if (this.lost) throw new LeaseLost();
+  };
+
+  private renew(): Promise<void> {
+    this.inFlight = this.inFlight.then(async () => {
+      if (this.lost) return;
+      const next = nowIso(this.at + (Date.now() - this.startedAt) + this.leaseMs);
+      const rows = await this.db
+        .update(notificationMessages)
+        .set({ leasedUntil: next })
+        .where(and(eq(notificationMessages.id, this.id), eq(notificationMessages.status, "leased"), eq(notificationMessages.leasedUntil, this.until)))
+        .returning({ id: notificationMessages.id })
+        .catch(() => undefined);
+      // A failed UPDATE (D1 unreachable) keeps the old lease: the send goes on, and the cron decides if it runs out.
+      if (rows === undefined) return;
+      if (rows.length === 0) this.lost = true;
+      else {
+        this.until = next;
+        this.renewedAt = Date.now();
+      }
+    });
+    return this.inFlight;
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.inFlight;
+  }
 }
 
 /** The payload as it leaves: sealed labels opened (and never echoed), actions rendered. */
@@ -70,12 +159,18 @@ async function openPayload(config: Config, message: MessageRow): Promise<Record<
  * with backoff until the message is NOTIFICATIONS_MAX_AGE old, then a permanent failure; or a permanent failure with
  * its reason. `now` is the scheduling clock (the tests drive days of retries with it); sends use real time.
  */
-export async function dispatchMessage(env: Env, id: string, now = Date.now()): Promise<DispatchOutcome> {
+export async function dispatchMessage(
+  env: Env,
+  id: string,
+  now = Date.now(),
+  { leaseMs = LEASE_MS }: { leaseMs?: number } = {},
+): Promise<DispatchOutcome> {
   const config = getConfig(env);
   const db = database(env.DB);
   if (await readPaused(db)) return "not_taken";
-  const message = await lease(db, id, now);
+  const message = await lease(db, id, now, leaseMs);
   if (!message) return "not_taken";
+  const keeper = new LeaseKeeper(db, id, now, leaseMs, message.leasedUntil ?? "");
 
   const [templates, recipients] = await db.batch([
     db.select().from(notificationTemplates).where(eq(notificationTemplates.id, message.templateId)),
@@ -83,8 +178,10 @@ export async function dispatchMessage(env: Env, id: string, now = Date.now()): P
   ]);
   const template = templates[0];
 
+  const expiresAt = expiryOf(config, message);
   try {
     if (!template) throw new DeliveryError("the template no longer exists", false);
+    if (expiresAt !== undefined && now >= expiresAt) throw new DeliveryError(PASSCODE_EXPIRED, false);
     if (message.sendIfUnread && !(await stillUnread(env, message))) {
       await finish(db, message, { status: "skipped", statusReason: READ_BEFORE_DUE, sentAt: null });
       return "skipped";
@@ -100,25 +197,46 @@ export async function dispatchMessage(env: Env, id: string, now = Date.now()): P
       data: (payload.data as Record<string, unknown>) ?? {},
       baseUrl: config.ACCESS_URL,
     });
-    const deadline = Date.now() + SEND_BUDGET_MS;
-    await CHANNELS[message.method]({ env, config, message, template, rendered, payload: { ...payload, actions: rendered.actions }, deadline });
+    // A passcode's send stops when the code expires: it would arrive useless (the deadline is on the real clock).
+    const deadline = Math.min(Date.now() + SEND_BUDGET_MS, expiresAt === undefined ? Number.POSITIVE_INFINITY : Date.now() + (expiresAt - now));
+    keeper.start();
+    try {
+      await CHANNELS[message.method]({
+        env,
+        config,
+        message,
+        template,
+        rendered,
+        payload: { ...payload, actions: rendered.actions },
+        deadline,
+        progress: keeper.progress,
+      });
+    } finally {
+      await keeper.stop();
+    }
     await finish(db, message, { status: "sent", statusReason: null, sentAt: nowIso() });
     return "sent";
   } catch (error) {
+    // Another holder has the message now; whatever this one records would be about a send it no longer owns.
+    if (error instanceof LeaseLost) return "not_taken";
     const failure = error instanceof DeliveryError ? error : new DeliveryError("unexpected delivery error", true);
     if (!(error instanceof DeliveryError))
       console.error(`[herald] delivery of message ${id} failed unexpectedly: ${error instanceof Error ? error.name : "error"}`);
     const age = now - Date.parse(message.createdAt);
+    // The last try falls at the maximum age itself, not somewhere past it.
+    const retryAt = Math.min(now + backoffMs(config, message.attempts), Date.parse(message.createdAt) + config.NOTIFICATIONS_MAX_AGE);
+    if (failure.retryable && expiresAt !== undefined && retryAt >= expiresAt) {
+      await finish(db, message, { status: "permanent_failure", statusReason: `${PASSCODE_EXPIRED}; last try: ${failure.message}`, sentAt: null });
+      return "failed";
+    }
     if (failure.retryable && age < config.NOTIFICATIONS_MAX_AGE) {
-      // The last try falls at the maximum age itself, not somewhere past it.
-      const retryAt = Math.min(now + backoffMs(config, message.attempts), Date.parse(message.createdAt) + config.NOTIFICATIONS_MAX_AGE);
       await moveMessages(db, eq(notificationMessages.id, id), "temporary_failure", {
         statusReason: failure.message,
         nextRetryAfter: nowIso(retryAt),
         leasedUntil: null,
         updatedAt: nowIso(now),
       });
-      await env.NOTIFICATION_QUEUE.send({ messageId: id }, { delaySeconds: Math.max(0, Math.ceil((retryAt - now) / 1000)) });
+      await laneOf(env, template?.mandatory ?? false).send({ messageId: id }, { delaySeconds: Math.max(0, Math.ceil((retryAt - now) / 1000)) });
       return "retry";
     }
     const reason = failure.retryable
@@ -190,11 +308,21 @@ const QUEUE_MESSAGES_PER_SEND = 100;
 /** The longest `delaySeconds` Queues accepts; a message due later is left to the cron's re-drive. */
 const MAX_QUEUE_DELAY_S = 86_400;
 
+/** A message to put on a queue: mandatory ones travel the urgent lane (`laneOf`). */
+type Queued = Pick<MessageRow, "id" | "nextRetryAfter"> & { mandatory?: boolean | null };
+
 /**
- * Puts external messages onto the notifications queue, up to 100 ids per queue message, each delayed until it is
- * due (`next_retry_after`: a read-aware e-mail waits for its delay).
+ * Puts external messages onto the notifications queues, up to 100 ids per queue message, each delayed until it is
+ * due (`next_retry_after`: a read-aware e-mail waits for its delay), mandatory ones on their own lane.
  */
-export async function enqueueExternal(env: Env, messages: Pick<MessageRow, "id" | "nextRetryAfter">[], now = Date.now()): Promise<void> {
+export async function enqueueExternal(env: Env, messages: Queued[], now = Date.now()): Promise<void> {
+  for (const mandatory of [true, false]) {
+    const lane = messages.filter((m) => (m.mandatory ?? false) === mandatory);
+    if (lane.length > 0) await enqueueOnLane(laneOf(env, mandatory), lane, now);
+  }
+}
+
+async function enqueueOnLane(queue: Queue<NotificationQueueMessage>, messages: Queued[], now: number): Promise<void> {
   const byDelay = new Map<number, string[]>();
   for (const m of messages) {
     const delay = m.nextRetryAfter ? Math.max(0, Math.ceil((Date.parse(m.nextRetryAfter) - now) / 1000)) : 0;
@@ -210,7 +338,7 @@ export async function enqueueExternal(env: Env, messages: Pick<MessageRow, "id" 
     }
   }
   for (let i = 0; i < queued.length; i += QUEUE_MESSAGES_PER_SEND) {
-    await env.NOTIFICATION_QUEUE.sendBatch(queued.slice(i, i + QUEUE_MESSAGES_PER_SEND));
+    await queue.sendBatch(queued.slice(i, i + QUEUE_MESSAGES_PER_SEND));
   }
 }
 
@@ -218,7 +346,7 @@ export async function enqueueExternal(env: Env, messages: Pick<MessageRow, "id" 
  * Starts delivery of freshly committed (or re-driven) messages: inbox copies go straight to the user's object, in
  * order, for the lowest latency to watchers; external ones go onto the queue.
  */
-export async function kickMessages(env: Env, messages: Pick<MessageRow, "id" | "method" | "nextRetryAfter">[], now = Date.now()): Promise<void> {
+export async function kickMessages(env: Env, messages: (Queued & Pick<MessageRow, "method">)[], now = Date.now()): Promise<void> {
   const external = messages.filter((m) => m.method !== "inbox");
   if (external.length > 0) await enqueueExternal(env, external, now);
   for (const message of messages) {

@@ -150,7 +150,13 @@ export async function enqueueNotification(
   const pending = rows.filter((r) => r.status === "pending");
   if (pending.length > 0 && !isPaused(paused)) {
     const external = pending.filter((r) => r.method !== "inbox");
-    if (external.length > 0) background.waitUntil(kickMessages(env, external));
+    if (external.length > 0)
+      background.waitUntil(
+        kickMessages(
+          env,
+          external.map((row) => ({ ...row, mandatory: template.mandatory })),
+        ),
+      );
     const labels = { ...(request.labels ?? {}), ...(request.secretLabels ?? {}) };
     for (const row of pending) {
       if (row.method === "inbox") background.waitUntil(deliverInboxNow(env, row, template, user, labels));

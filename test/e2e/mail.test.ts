@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import PostalMime from "postal-mime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CuttingProxy, type ProxyCut } from "./cutting-proxy";
 import { freePort, type RunningHerald, startHerald } from "./herald";
 import { type PostfixInstance, postfixUnavailable, startPostfix } from "./postfix";
 
@@ -29,17 +30,21 @@ const HELLO = "herald.example.org";
 
 let herald: RunningHerald;
 let postfix: PostfixInstance;
+/** Between Herald and Postfix: passes everything, until a test arms it to cut one connection at a TLS stage. */
+let proxy: CuttingProxy;
 let saHome: string;
 
 beforeAll(async () => {
   if (unavailable) return;
   postfix = startPostfix(await freePort());
+  proxy = new CuttingProxy(postfix.port);
+  await proxy.start();
   // workerd trusts the test CA that signed Postfix's certificate, so STARTTLS is verified, not skipped.
   process.env.NODE_EXTRA_CA_CERTS = path.resolve(import.meta.dirname, "../peers/tls/ca.pem");
   const port = await freePort();
   herald = await startHerald(port, {
     ACCESS_URL: `http://localhost:${port}`,
-    EMAIL_SMARTHOST: `localhost:${postfix.port}`,
+    EMAIL_SMARTHOST: `localhost:${proxy.port}`,
     EMAIL_TLS: "starttls",
     EMAIL_FROM: "Herald Alerts <alerts@herald.example.org>",
     EMAIL_HELLO: HELLO,
@@ -49,6 +54,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await herald?.stop();
+  await proxy?.stop();
   postfix?.stop();
   if (saHome) rmSync(saHome, { recursive: true, force: true });
 });
@@ -131,4 +137,33 @@ describe.skipIf(Boolean(unavailable))("real Postfix and SpamAssassin (docs/email
     expect(subjects.sort()).toEqual(["A test notification", "Deploy finished", "Reset your password"]);
     for (const s of scores) expect(s.score, `${s.subject}: ${s.rules.map((r) => `${r.name}=${r.points}`).join(" ")}`).toBeLessThanOrEqual(1.0);
   });
+
+  // docs/email.md, "What it does": a connection cut at a TLS stage is temporary, never a
+  // certificate failure; the passcode e-mail still arrives, once.
+  const cuts: [ProxyCut, string][] = [
+    ["after-starttls-reply", "cut 5 ms after Postfix's 220 to STARTTLS"],
+    ["during-handshake", "cut when Postfix's first handshake bytes come back"],
+    ["after-handshake", "cut after the handshake has completed"],
+  ];
+  for (const [stage, what] of cuts) {
+    it(`${what}: the passcode e-mail is sent, exactly one copy arrives`, async () => {
+      const login = await api("POST", "/users/login", { email: OWNER.email, password: OWNER.password });
+      const { session_token: token } = (await login.json()) as { session_token: string };
+      const before = postfix.delivered().length;
+      const cutsBefore = proxy.cuts;
+      proxy.arm(stage);
+      expect((await api("POST", "/users/otp/request", { email: OWNER.email })).status).toBe(204);
+      const raws = await waitForMail(before + 1);
+      expect(proxy.cuts).toBe(cutsBefore + 1);
+      // A retry on the backoff (first wait ≤ NOTIFICATIONS_RETRY_BASE) has had time to send a second copy if it would.
+      await new Promise((r) => setTimeout(r, 3_000));
+      expect(postfix.delivered()).toHaveLength(before + 1);
+      expect((await PostalMime.parse(raws[before] ?? "")).subject).toBe("Reset your password");
+      // The message log: the newest passcode e-mail is sent.
+      const log = (await (
+        await api("GET", "/notifications/messages?method=smtp&template_id=62f86a30-2330-4b61-a26d-311ff3b608cf&limit=1", undefined, token)
+      ).json()) as { messages: { status: string }[] };
+      expect(log.messages[0]?.status).toBe("sent");
+    });
+  }
 });

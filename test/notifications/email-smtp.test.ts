@@ -46,7 +46,7 @@ interface Attempt {
 async function attempt(
   profile: LabProfile,
   settings: Settings,
-  options: { lab?: LabHandle; title?: string; to?: string; id?: string } = {},
+  options: { lab?: LabHandle; title?: string; message?: string; to?: string; id?: string } = {},
 ): Promise<Attempt> {
   const lab = options.lab ?? (await labServer(profile));
   const config = getConfig({
@@ -59,7 +59,7 @@ async function attempt(
   const template = await customTemplate();
   const rendered = renderTemplate(template, {
     user: { name: "Alice", username: "alice", email: TO },
-    labels: { custom_title: options.title ?? "Build finished", custom_message: "All checks passed." },
+    labels: { custom_title: options.title ?? "Build finished", custom_message: options.message ?? "All checks passed." },
     data: {},
     baseUrl: config.ACCESS_URL,
   });
@@ -183,7 +183,10 @@ describe("SMTP matrix: TLS (docs/email.md)", () => {
   // reads the certificate and names the failing check (src/notifications/email/tls-diagnosis.ts).
   const broken = [
     ["expired", "the server's certificate expired on 2021-01-01"],
-    ["unknown-issuer", "the server's certificate is not issued by an authority Herald trusts (issuer: Unknown Test CA)"],
+    [
+      "unknown-issuer",
+      "the runtime refused the server's certificate, which is in date and names localhost, so it refused the chain (issuer: Unknown Test CA)",
+    ],
     ["wrong-name", "the server's certificate does not name localhost (it names mail.elsewhere.test)"],
   ] as const;
 
@@ -202,6 +205,17 @@ describe("SMTP matrix: TLS (docs/email.md)", () => {
       expect(result.error?.message).toBe(`smtp: the TLS handshake with localhost:${result.lab.port} failed: ${reason}`);
     });
   }
+
+  it("STARTTLS, the server cuts the handshake on every connection: temporary, no certificate blamed", async () => {
+    // Nothing but the opaque error reaches the Worker, and no certificate arrives for the diagnosis: nothing shows
+    // that a certificate was refused, so it is retried like any cut connection (docs/email.md, "What it does").
+    const lab = await labServer({ starttls: true, cutFirstAt: "during-handshake", cutConnections: 100 });
+    const result = await attempt({}, { EMAIL_TLS: "starttls" }, { lab });
+    expect(result.error?.retryable).toBe(true);
+    expect(result.error?.message).toBe(
+      `smtp: the TLS handshake with localhost:${lab.port} failed twice and the server sent no certificate to examine (the connection was cut)`,
+    );
+  });
 
   it("implicit TLS to a server that is down: temporary, not a certificate problem", async () => {
     const lab = await labServer({ implicitTls: true });
@@ -296,5 +310,14 @@ describe("SMTP matrix: what the message says about its sender (docs/email.md)", 
     const header = /^Subject:.*(\r\n[ \t].*)*/m.exec(mail.raw)?.[0] ?? "";
     for (const word of header.match(/=\?[^?]+\?[BQ]\?[^?]*\?=/g) ?? []) expect(word.length).toBeLessThanOrEqual(75);
     for (const line of mail.raw.split("\r\n")) expect(line.length).toBeLessThanOrEqual(998);
+  });
+
+  it("links in a title: the Subject shows their text only, the text part keeps `text (url)` (docs/email.md)", async () => {
+    const title = "Mail ops@example.com if it fails, see <https://status.example.com> or [the runbook](https://runbook.example.com/deploy)";
+    const mail = await delivered(
+      await attempt({}, { EMAIL_TLS: "none" }, { title, message: "Read [the runbook](https://runbook.example.com/deploy)." }),
+    );
+    expect(mail.parsed.subject).toBe("Mail ops@example.com if it fails, see https://status.example.com or the runbook");
+    expect(mail.parsed.text).toContain("Read the runbook (https://runbook.example.com/deploy).");
   });
 });

@@ -5,8 +5,9 @@
 // slow final replies, scripted per-recipient replies. Time-based behaviour (greylisting) follows a clock the tests
 // set, so "two minutes later" costs no real minutes.
 import { readFileSync } from "node:fs";
-import type { AddressInfo, Socket } from "node:net";
+import { type AddressInfo, createServer, type Server, Socket } from "node:net";
 import path from "node:path";
+import { TLSSocket } from "node:tls";
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from "smtp-server";
 
 const TLS_DIR = path.join(import.meta.dirname, "tls");
@@ -41,7 +42,21 @@ export interface LabProfile {
   rcptReplies?: Record<string, { code: number; message: string }>;
   /** Refuse a HELO/EHLO name that is not a fully-qualified domain or an address literal (Postfix's check). */
   rejectNonFqdnHelo?: boolean;
+  /**
+   * The first connection is cut at this TLS stage by a scripted front (`CuttingFront`); later connections pass
+   * through to the server as configured. The STARTTLS stages need `starttls`, the implicit one `implicitTls`.
+   */
+  cutFirstAt?: CutStage;
+  /** How many connections, from the first, are cut at `cutFirstAt` (default 1). */
+  cutConnections?: number;
 }
+
+/**
+ * Where the first connection dies: 5 ms after STARTTLS's 220; once the client's ClientHello arrives (mid-handshake);
+ * as soon as the handshake completes; with a 421 to the EHLO said under TLS; and, with implicit TLS, when the
+ * ClientHello arrives, before any certificate is sent.
+ */
+export type CutStage = "after-starttls-reply" | "during-handshake" | "after-handshake" | "ehlo-421-after-tls" | "implicit-before-handshake";
 
 /** What a lab server saw of one accepted message. */
 export interface LabEmail {
@@ -203,9 +218,113 @@ function stringArgs(args: unknown): Record<string, string> {
   return out;
 }
 
+/**
+ * A front on its own port for a lab server whose first connection must die at a TLS stage (`LabProfile.cutFirstAt`).
+ * It plays that first session itself, with the lab's good certificate, so the cut falls exactly where asked, then
+ * pipes every later connection to the real server unchanged.
+ */
+class CuttingFront {
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+  /** Connections the front accepted, the cut one included. */
+  connections = 0;
+  port = 0;
+
+  constructor(
+    private readonly stage: CutStage,
+    private readonly count: number,
+    private readonly backend: LabServer,
+  ) {}
+
+  async start(): Promise<number> {
+    const server = createServer((socket) => {
+      this.sockets.add(socket);
+      socket.once("close", () => this.sockets.delete(socket));
+      socket.on("error", () => {});
+      this.connections++;
+      if (this.connections <= this.count) this.script(socket);
+      else this.pipe(socket);
+    });
+    this.server = server;
+    this.port = await new Promise<number>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", () => resolve((server.address() as AddressInfo).port));
+    });
+    return this.port;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.server = undefined;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const socket of this.sockets) socket.destroy();
+    await closed;
+  }
+
+  private pipe(client: Socket): void {
+    const upstream = new Socket();
+    upstream.on("error", () => client.destroy());
+    client.on("error", () => upstream.destroy());
+    upstream.connect(this.backend.port, "127.0.0.1", () => {
+      client.pipe(upstream);
+      upstream.pipe(client);
+    });
+    client.once("close", () => upstream.destroy());
+    upstream.once("close", () => client.destroy());
+  }
+
+  private script(socket: Socket): void {
+    if (this.stage === "implicit-before-handshake") {
+      socket.once("data", () => socket.destroy());
+      return;
+    }
+    socket.write("220 lab.test ESMTP scripted\r\n");
+    let buffer = "";
+    const onData = (chunk: Buffer) => {
+      buffer += chunk.toString("latin1");
+      for (let end = buffer.indexOf("\n"); end >= 0; end = buffer.indexOf("\n")) {
+        const line = buffer.slice(0, end).trim().toUpperCase();
+        buffer = buffer.slice(end + 1);
+        if (line.startsWith("EHLO")) socket.write("250-lab.test\r\n250-PIPELINING\r\n250 STARTTLS\r\n");
+        else if (line === "STARTTLS") {
+          socket.off("data", onData);
+          socket.write("220 2.0.0 Ready to start TLS\r\n");
+          this.afterStarttls(socket);
+          return;
+        } else socket.write("502 5.5.2 not scripted\r\n");
+      }
+    };
+    socket.on("data", onData);
+  }
+
+  private afterStarttls(socket: Socket): void {
+    if (this.stage === "after-starttls-reply") {
+      setTimeout(() => socket.destroy(), 5);
+      return;
+    }
+    if (this.stage === "during-handshake") {
+      socket.once("data", () => socket.destroy());
+      return;
+    }
+    const secure = new TLSSocket(socket, { isServer: true, key: read("server-key.pem"), cert: read(CERTS.good) });
+    secure.on("error", () => socket.destroy());
+    secure.once("secure", () => {
+      if (this.stage === "after-handshake") {
+        secure.destroy();
+        return;
+      }
+      secure.once("data", () => {
+        secure.end("421 4.3.2 lab.test Service shutting down, closing transmission channel\r\n");
+      });
+    });
+  }
+}
+
 /** Every lab server of a run, by id, and the clock they share. */
 export class SmtpLab {
   private readonly servers = new Map<string, LabServer>();
+  private readonly fronts: CuttingFront[] = [];
   private next = 1;
   /** Epoch ms set by the tests; real time until they set it. */
   private now: number | undefined;
@@ -220,7 +339,11 @@ export class SmtpLab {
     const id = String(this.next++);
     const server = new LabServer(profile, this.clock);
     this.servers.set(id, server);
-    return { id, port: await server.start() };
+    const port = await server.start();
+    if (!profile.cutFirstAt) return { id, port };
+    const front = new CuttingFront(profile.cutFirstAt, profile.cutConnections ?? 1, server);
+    this.fronts.push(front);
+    return { id, port: await front.start() };
   }
 
   get(id: string): LabServer | undefined {
@@ -229,5 +352,6 @@ export class SmtpLab {
 
   async stopAll(): Promise<void> {
     await Promise.all([...this.servers.values()].map((s) => s.stop()));
+    await Promise.all(this.fronts.map((f) => f.stop()));
   }
 }

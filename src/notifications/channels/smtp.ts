@@ -1,3 +1,4 @@
+import { markdownToPlaintext } from "../../markdown/plaintext";
 import { domainOf, isAddress } from "../email/address";
 import { composeEmail } from "../email/mime";
 import { SmtpFailure, sendMail } from "../email/smtp-client";
@@ -9,8 +10,7 @@ import { type DeliveryContext, DeliveryError } from "./types";
  * 5xx permanent); connection trouble and timeouts are temporary; TLS failures and policy refusals (no STARTTLS, no
  * usable AUTH) are configuration problems that no retry fixes.
  */
-function classifySmtpFailure(error: unknown): DeliveryError {
-  if (!(error instanceof SmtpFailure)) return new DeliveryError("smtp: unexpected error", true);
+function classifySmtpFailure(error: SmtpFailure): DeliveryError {
   const retryable =
     error.kind === "reply" ? error.code !== undefined && error.code >= 400 && error.code < 500 : error.kind === "network" || error.kind === "timeout";
   return new DeliveryError(`smtp: ${error.message.slice(0, 300)}`, retryable);
@@ -22,7 +22,7 @@ export function messageIdFor(messageId: string, fromAddress: string): string {
 }
 
 /** Multipart text + HTML to the recipient through the configured smarthost (docs/email.md). */
-export async function sendEmail({ config, message, rendered, payload, deadline }: DeliveryContext): Promise<void> {
+export async function sendEmail({ config, message, rendered, payload, deadline, progress }: DeliveryContext): Promise<void> {
   const smarthost = config.EMAIL_SMARTHOST;
   if (!smarthost) throw new DeliveryError("e-mail delivery is not configured (EMAIL_SMARTHOST)", false);
   const to = typeof payload.user_email === "string" ? payload.user_email : "";
@@ -33,7 +33,8 @@ export async function sendEmail({ config, message, rendered, payload, deadline }
   const data = composeEmail({
     from,
     to,
-    subject: rendered.title,
+    // The title's words only: a link's target spelled out in a Subject reads as noise, or as bait (docs/email.md).
+    subject: markdownToPlaintext(rendered.titleMarkdown, { targets: false }),
     text: emailText(rendered),
     html: rendered.html,
     messageId: messageIdFor(message.id, from.address),
@@ -49,11 +50,13 @@ export async function sendEmail({ config, message, rendered, payload, deadline }
         hello: config.emailHello,
         ...(credentials ? { credentials } : {}),
         deadline,
+        ...(progress ? { onProgress: progress } : {}),
       },
       { from: from.address, to },
       data,
     );
   } catch (error) {
+    if (!(error instanceof SmtpFailure)) throw error;
     throw classifySmtpFailure(error);
   }
 }

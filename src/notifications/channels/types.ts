@@ -24,6 +24,11 @@ export interface DeliveryContext {
   payload: Record<string, unknown>;
   /** Epoch ms by which the send must be over (inside the lease, and the queue consumer's wall-clock limit). */
   deadline: number;
+  /**
+   * Called as the send reaches each stage; renews the message's lease, and throws when the lease was lost so the
+   * send stops before its next command (docs/email.md, "Never lose, never duplicate").
+   */
+  progress?: () => Promise<void>;
 }
 
 export type Channel = (ctx: DeliveryContext) => Promise<void>;

@@ -19,6 +19,12 @@ export interface SmtpOptions {
   credentials?: { username: string; password: string };
   /** Epoch ms by which the whole transaction must be over, whatever the per-command timeouts allow. */
   deadline: number;
+  /**
+   * Called as each stage of the transaction is reached (connected, greeted, TLS up, each command answered). It may
+   * throw to abandon the transaction before the next command: the dispatcher renews the message's lease here and
+   * stops a send whose lease was lost (docs/email.md, "Never lose, never duplicate").
+   */
+  onProgress?: (stage: string) => Promise<void>;
 }
 
 export interface Envelope {
@@ -97,6 +103,11 @@ class Connection {
   ) {
     this.reader = socket.readable.getReader();
     this.writer = socket.writable.getWriter();
+  }
+
+  /** Settles when the socket is connected; for an upgraded socket, when the TLS handshake has completed. */
+  get opened(): Promise<unknown> {
+    return this.socket.opened;
   }
 
   get secure(): boolean {
@@ -235,15 +246,27 @@ export function dotStuff(data: string): string {
 const DIAGNOSIS_MS = 30_000;
 
 /**
- * workerd reports every refused certificate (expired, unknown issuer, wrong name) to the Worker as the same opaque
- * error, with the cause only in its own log: a TLS 1.2 handshake of our own fetches the certificate and names the
- * check it fails (tls-diagnosis.ts). When that cannot be done, the reason names all three causes.
+ * A TLS handshake that did not complete. workerd reports a refused certificate and a connection cut during the
+ * handshake as the same opaque error (`internal error; reference = …` after STARTTLS, `proxy request failed, cannot
+ * connect to the specified address` with implicit TLS), so this alone says nothing about the certificate.
  */
-async function tlsFailure(options: SmtpOptions): Promise<SmtpFailure> {
-  const reason =
-    (await diagnoseCertificate(options)) ??
-    `its certificate was refused (expired, not issued by a trusted authority, or not naming ${options.host}; the Workers runtime does not say which)`;
-  return new SmtpFailure("tls", `the TLS handshake with ${options.host}:${options.port} failed: ${reason}`);
+class HandshakeFailed extends Error {
+  override name = "HandshakeFailed";
+}
+
+/**
+ * After two handshakes failed on two connections: a refused certificate is refused every time, a cut connection
+ * rarely twice. A TLS 1.2 handshake of our own fetches the certificate (tls-diagnosis.ts): if one arrives, the
+ * runtime refused it, and the reason names the check it fails (permanent). If none arrives, the server cut the
+ * handshake itself and nothing shows that the certificate was at fault: temporary.
+ */
+async function handshakeFailure(options: SmtpOptions): Promise<SmtpFailure> {
+  const reason = await diagnoseCertificate(options);
+  if (reason) return new SmtpFailure("tls", `the TLS handshake with ${options.host}:${options.port} failed: ${reason}`);
+  return new SmtpFailure(
+    "network",
+    `the TLS handshake with ${options.host}:${options.port} failed twice and the server sent no certificate to examine (the connection was cut)`,
+  );
 }
 
 async function diagnoseCertificate(options: SmtpOptions): Promise<string | undefined> {
@@ -303,10 +326,35 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Pr
 
 /**
  * One complete transaction: connect, greet, (STARTTLS), (AUTH), MAIL, RCPT, DATA, QUIT. Throws SmtpFailure; the
- * connection is always closed.
+ * connection is always closed. A failed TLS handshake is tried once more at once on a new connection (nothing has
+ * been sent yet): a connection cut during the handshake then goes through, and a certificate the runtime refuses is
+ * refused again and diagnosed (docs/email.md, "What it does").
  */
 export async function sendMail(options: SmtpOptions, envelope: Envelope, data: string): Promise<void> {
-  let tlsStage = false;
+  try {
+    await transaction(options, envelope, data);
+  } catch (error) {
+    if (!(error instanceof HandshakeFailed)) throw error;
+    try {
+      await transaction(options, envelope, data);
+    } catch (second) {
+      if (!(second instanceof HandshakeFailed)) throw second;
+      throw await handshakeFailure(options);
+    }
+  }
+}
+
+async function transaction(options: SmtpOptions, envelope: Envelope, data: string): Promise<void> {
+  // What onProgress throws is the caller's own decision and reaches it unchanged.
+  let stopped: { error: unknown } | undefined;
+  const progress = async (stage: string): Promise<void> => {
+    try {
+      await options.onProgress?.(stage);
+    } catch (error) {
+      stopped = { error };
+      throw error;
+    }
+  };
   let conn: Connection | undefined;
   try {
     const socket = dial(
@@ -314,17 +362,20 @@ export async function sendMail(options: SmtpOptions, envelope: Envelope, data: s
       { secureTransport: options.tls === "tls" ? "on" : options.tls === "starttls" ? "starttls" : "off", allowHalfOpen: false },
     );
     try {
-      // With implicit TLS, `opened` settles after the handshake, so a refusal here is a dead server or a bad certificate.
+      // With implicit TLS, `opened` settles after the handshake, so a refusal here is a dead server, a cut handshake
+      // or a refused certificate; a plain TCP connection tells the first apart.
       await withTimeout(socket.opened, Math.min(SMTP_TIMEOUTS.greeting, options.deadline - Date.now()), "connect");
     } catch (error) {
       await socket.close().catch(() => undefined);
-      if (options.tls === "tls" && !(error instanceof SmtpFailure) && (await reachable(options))) throw await tlsFailure(options);
+      if (options.tls === "tls" && !(error instanceof SmtpFailure) && (await reachable(options))) throw new HandshakeFailed();
       const reason = error instanceof SmtpFailure ? error.message : "the connection was refused or the host is unreachable";
       throw new SmtpFailure("network", `connection to ${options.host}:${options.port} failed (${reason})`);
     }
     conn = new Connection(socket, options.deadline);
+    await progress("connected");
     const greeting = await conn.reply("the greeting", SMTP_TIMEOUTS.greeting);
     if (greeting.code !== 220) throw replyFailure("the greeting", greeting);
+    await progress("greeted");
     let extensions = await hello(conn, options.hello);
 
     if (options.tls === "starttls") {
@@ -332,27 +383,33 @@ export async function sendMail(options: SmtpOptions, envelope: Envelope, data: s
         throw new SmtpFailure("policy", "the server does not offer STARTTLS, and EMAIL_TLS=starttls refuses to authenticate or send in clear");
       }
       await command(conn, "STARTTLS", [220], SMTP_TIMEOUTS.command);
-      // From here until the server answers EHLO under TLS, a failure is the handshake's.
-      tlsStage = true;
       conn.upgrade();
+      // Only the handshake itself can be a certificate's fault: once it has completed, a close, a reset or a 421 is
+      // the connection's trouble like anywhere else.
+      await withTimeout(conn.opened, Math.min(SMTP_TIMEOUTS.command, options.deadline - Date.now()), "the TLS handshake").catch((error: unknown) => {
+        throw error instanceof SmtpFailure ? error : new HandshakeFailed();
+      });
+      await progress("TLS");
       extensions = await hello(conn, options.hello);
-      tlsStage = false;
     }
+    await progress("EHLO");
 
     if (options.credentials) await authenticate(conn, extensions, options.credentials);
 
     // No SIZE, BODY or NOTIFY parameters: the message is 7-bit, and DSN stays at the server's default so bounces
     // reach the envelope sender.
     await command(conn, `MAIL FROM:<${envelope.from}>`, [250], SMTP_TIMEOUTS.mail, "MAIL FROM");
+    await progress("MAIL FROM");
     await command(conn, `RCPT TO:<${envelope.to}>`, [250, 251], SMTP_TIMEOUTS.rcpt, "RCPT TO");
+    await progress("RCPT TO");
     await command(conn, "DATA", [354], SMTP_TIMEOUTS.dataInit);
+    await progress("DATA");
     await conn.write(dotStuff(data));
     await command(conn, ".", [250], SMTP_TIMEOUTS.dataEnd, "the end of DATA");
     // The message is accepted; a failed QUIT changes nothing.
     await command(conn, "QUIT", [221], SMTP_TIMEOUTS.command).catch(() => undefined);
   } catch (error) {
-    if (tlsStage && !(error instanceof SmtpFailure && error.kind === "timeout")) throw await tlsFailure(options);
-    if (error instanceof SmtpFailure) throw error;
+    if (error instanceof SmtpFailure || error instanceof HandshakeFailed || (stopped && stopped.error === error)) throw error;
     const text = error instanceof Error ? error.message : String(error);
     throw new SmtpFailure("network", `the connection to ${options.host}:${options.port} failed (${text.slice(0, 120)})`);
   } finally {

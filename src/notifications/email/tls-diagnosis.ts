@@ -194,5 +194,7 @@ export function describeCertificate(der: Uint8Array, host: string, now: number):
   if (!facts.names.some((name) => matches(host, name))) {
     return `the server's certificate does not name ${host} (it names ${facts.names.join(", ") || "no host"})`;
   }
-  return `the server's certificate is not issued by an authority Herald trusts (issuer: ${facts.issuer ?? "unnamed"})`;
+  // In date and naming the host: of the runtime's checks only the chain is left, which this diagnosis cannot verify
+  // (it has no trust store), so it says what it saw and leaves the verdict to the refusal it explains.
+  return `the runtime refused the server's certificate, which is in date and names ${host}, so it refused the chain (issuer: ${facts.issuer ?? "unnamed"})`;
 }
