@@ -4,7 +4,12 @@ import type { UserInbox } from "./inbox/user-inbox";
  * What the notifications queue carries: message ids from the log in D1, one or up to 100 per queue message
  * (docs/broadcasts.md: a broadcast enqueues its e-mail copies 100 at a time).
  */
-export type NotificationQueueMessage = { messageId: string } | { messageIds: string[] };
+/**
+ * What the notification queues carry: ids of the message log to send; or, on the urgent lane, a passcode request
+ * (the e-mail as asked), whose account-dependent work runs in the consumer, never in the request (docs/security.md,
+ * "Timing: existing account vs unknown e-mail").
+ */
+export type NotificationQueueMessage = { messageId: string } | { messageIds: string[] } | { passcodeRequest: string };
 
 /**
  * What the broadcasts queue carries (docs/broadcasts.md): a step of one shard's audience resolution, from the user id

@@ -150,6 +150,32 @@ export async function interleavedSamples(client, requests, { samples, warmup = 5
 }
 
 /**
+ * Like interleavedSamples, but what is timed is `followUp`, sent right after each request: whether a request leaves
+ * work behind that slows the next one the same isolate serves (the A5 follow-up, docs/benchmarks.md).
+ */
+export async function followUpSamples(client, requests, followUp, { samples, warmup = 5 }) {
+  const send = (r) => client.request(r.method ?? "GET", r.path, r);
+  const names = Object.keys(requests);
+  for (let i = 0; i < warmup; i++) {
+    for (const n of names) {
+      await send(requests[n]);
+      await send(followUp);
+    }
+  }
+  const times = Object.fromEntries(names.map((n) => [n, []]));
+  const statuses = Object.fromEntries(names.map((n) => [n, new Set()]));
+  for (let i = 0; i < samples; i++) {
+    for (const n of i % 2 === 0 ? names : [...names].reverse()) {
+      await send(requests[n]);
+      const r = await send(followUp);
+      times[n].push(r.ms);
+      statuses[n].add(r.status);
+    }
+  }
+  return Object.fromEntries(names.map((n) => [n, { samples: times[n], statuses: [...statuses[n]] }]));
+}
+
+/**
  * N5 delivery latency: one watch socket open, then `samples` custom notifications sent one after another; each is
  * timed from just before the POST until its frame arrives on the socket.
  */

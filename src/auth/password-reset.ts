@@ -2,6 +2,7 @@ import { and, eq, exists, lt, sql } from "drizzle-orm";
 import { Hono } from "hono";
 import * as z from "zod";
 import { auditInsert } from "../audit/log";
+import { getConfig } from "../config/config";
 import { type Database, database } from "../db/client";
 import { oneTimePasscodes, passcodeMails, type UserRow } from "../db/schema";
 import { dbFor } from "../db/session";
@@ -9,6 +10,7 @@ import type { Env } from "../env";
 import { badRequest } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
+import type { Background } from "../lib/background";
 import { nowIso } from "../lib/crypto";
 import { enqueueNotification } from "../notifications/enqueue";
 import { TEMPLATE_IDS } from "../notifications/templates";
@@ -90,6 +92,25 @@ export async function checkResetAttempt(
   return { outcome: sameAsOld.valid ? "same-password" : "accepted", user: account };
 }
 
+/**
+ * A passcode request, in the queue's consumer: a passcode mail for a live password account, within its caps; nothing
+ * for any other e-mail. Returns whether a mail was enqueued.
+ */
+export async function requestPasscode(env: Env, background: Background, email: string): Promise<boolean> {
+  const db = database(env.DB);
+  const user = await findLiveUserByEmail(db, email);
+  if (user?.loginType !== "password" || user.isSystem) return false;
+  if (!(await claimPasscodeMail(db, user.id, Date.now()))) return false;
+  const code = await issuePasscode(db, getConfig(env), user.id);
+  await enqueueNotification(env, background, {
+    userId: user.id,
+    templateId: TEMPLATE_IDS.oneTimePasscode,
+    secretLabels: { one_time_passcode: code },
+    createdBy: "system",
+  });
+  return true;
+}
+
 /** Password reset by one-time passcode (docs/api.md): request a code, then set a new password with it. */
 export const passwordResetRoutes = new Hono<AppEnv>()
   .post(
@@ -106,25 +127,10 @@ export const passwordResetRoutes = new Hono<AppEnv>()
     async (c) => {
       const { email } = c.req.valid("json");
       await limitPerIp(c, "otp-request");
-      // Everything that depends on whether the account exists happens after the response, so the answer and its
-      // timing are the same for every e-mail; over the per-e-mail limit nothing is sent either.
-      c.executionCtx.waitUntil(
-        (async () => {
-          // Yield first: not one account-dependent step runs before the 204 has been handed back.
-          await new Promise((resolve) => setTimeout(resolve, 0));
-          const db = database(c.env.DB);
-          const user = await findLiveUserByEmail(db, email);
-          if (user?.loginType !== "password" || user.isSystem) return;
-          if (!(await claimPasscodeMail(db, user.id, Date.now()))) return;
-          const code = await issuePasscode(db, c.get("config"), user.id);
-          await enqueueNotification(c.env, c.executionCtx, {
-            userId: user.id,
-            templateId: TEMPLATE_IDS.oneTimePasscode,
-            secretLabels: { one_time_passcode: code },
-            createdBy: "system",
-          });
-        })().catch((error: unknown) => console.error(`[herald] passcode request failed: ${error instanceof Error ? error.name : "error"}`)),
-      );
+      // The same step for every e-mail: one message on the urgent lane. Whether the account exists is looked at only
+      // by the queue's consumer, another invocation, so neither this answer nor the next request this isolate
+      // serves can tell (docs/security.md, "Timing: existing account vs unknown e-mail").
+      await c.env.NOTIFICATION_URGENT_QUEUE.send({ passcodeRequest: email });
       return c.body(null, 204);
     },
   )

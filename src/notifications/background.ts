@@ -1,5 +1,5 @@
 import { and, asc, eq, inArray, isNull, lt, lte, or } from "drizzle-orm";
-import { purgePasscodeMails } from "../auth/password-reset";
+import { purgePasscodeMails, requestPasscode } from "../auth/password-reset";
 import { database } from "../db/client";
 import { notificationMessages, notificationTemplates } from "../db/schema";
 import { inSlices } from "../db/slices";
@@ -45,6 +45,16 @@ export async function handleQueue(
   // a multi-id message crashes, the whole message is retried: the ids already sent are no longer leasable.
   await Promise.all(
     batch.messages.map(async (message) => {
+      if ("passcodeRequest" in message.body) {
+        try {
+          await requestPasscode(env, ctx, message.body.passcodeRequest);
+          message.ack();
+        } catch (error) {
+          console.error(`[herald] passcode request failed: ${error instanceof Error ? error.name : "error"}`);
+          message.retry();
+        }
+        return;
+      }
       const sends = Promise.all(idsOf(message.body).map((id) => dispatchMessage(env, id)));
       // A send still running after the hand-off time goes on in the background: the batch returns, so the consumer
       // takes the next one instead of waiting out a stalled server (up to RFC 5321's minutes). The message is acked:
@@ -70,7 +80,9 @@ export async function handleQueue(
 /** How long the consumer waits for a batch's sends before it hands the slow ones off (see handleQueue). */
 const HAND_OFF_MS = 10_000;
 
+/** The message log's ids a message names; a passcode request names none. */
 function idsOf(body: NotificationQueueMessage): string[] {
+  if ("passcodeRequest" in body) return [];
   return "messageIds" in body ? body.messageIds : [body.messageId];
 }
 
