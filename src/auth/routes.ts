@@ -14,7 +14,7 @@ import { clearSessionCookie, setSessionCookie } from "./cookies";
 import { issueKey, loginSessionLifetime } from "./keys";
 import { verifyLogin } from "./login";
 import { AuthMessages } from "./messages";
-import { authMethods } from "./methods";
+import { authMethods, passcodeTemplateMethod } from "./methods";
 import { checkPasswordPolicy } from "./passwords/policy";
 import { limitPerAccount, limitPerIp, limitSensitive } from "./rate-limit";
 import { AuthMethods, LoginWithPasswordResponse, loginBody, ValidateUserPasswordResponse, validatePasswordBody } from "./schemas";
@@ -31,7 +31,7 @@ export const authRoutes = new Hono<AppEnv>()
       tags: ["Sign-in"],
       responses: [{ status: 200, description: "The enabled methods.", schema: AuthMethods }],
     }),
-    (c) => c.json(authMethods(c.get("config")), 200),
+    async (c) => c.json(authMethods(c.get("config"), await passcodeTemplateMethod(dbFor(c, "read"))), 200),
   )
   .post(
     "/users/login",

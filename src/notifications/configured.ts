@@ -9,10 +9,11 @@ export function methodsConfigured(config: Config): { smtp: boolean; webhook: boo
 }
 
 /**
- * Whether a password-reset passcode can leave Herald at all: the passcode template has no method of its own, so it
- * goes by the deployment's default, which must be configured (docs/api.md, "Password reset by one-time passcode").
- * The same for every address, so it tells nobody whether an account exists.
+ * Whether a password-reset passcode can leave Herald at all: by the passcode template's own method when an owner set
+ * one (`PUT /notifications/templates/{id}/method`), else by the deployment's default, which must be configured
+ * (docs/api.md, "Password reset by one-time passcode"). The same for every address, so it tells nobody whether an
+ * account exists.
  */
-export function passcodeDeliverable(config: Config): boolean {
-  return methodsConfigured(config)[config.NOTIFICATIONS_METHOD];
+export function passcodeDeliverable(config: Config, templateMethod: "" | "smtp" | "webhook" = ""): boolean {
+  return methodsConfigured(config)[templateMethod || config.NOTIFICATIONS_METHOD];
 }

@@ -8,8 +8,9 @@ import { notificationTemplates } from "../../src/db/schema";
 import type { Env } from "../../src/env";
 import { Messages } from "../../src/http/errors";
 import { renderTemplate } from "../../src/notifications/render";
+import { TEMPLATE_IDS } from "../../src/notifications/templates";
 import { DASHBOARD_CSP } from "../../src/web/routes";
-import { call, createUser, fetchApp, json } from "../helpers";
+import { call, createUser, fetchApp, json, owner } from "../helpers";
 
 // What a browser loads (docs/dashboard.md, docs/embed.md), and the public list of sign-in methods the dashboard's
 // sign-in page reads (docs/api.md, "Endpoints").
@@ -131,6 +132,24 @@ describe('GET /users/authmethods (docs/api.md, "Endpoints")', () => {
     expect(authMethods(getConfig({ ...env, EMAIL_SMARTHOST: "mail.example.com:25" } as Env)).password.reset_passcode_deliverable).toBe(true);
     const webhook = { ...env, EMAIL_SMARTHOST: "", NOTIFICATIONS_METHOD: "webhook", NOTIFICATIONS_WEBHOOK_URL: "https://hooks.example.com/herald" };
     expect(authMethods(getConfig(webhook as Env)).password.reset_passcode_deliverable).toBe(true);
+  });
+
+  it('follows a method an owner set for the passcode template (docs/api.md, "Password reset by one-time passcode")', async () => {
+    const admin = await owner();
+    const noMail = { ...env, EMAIL_SMARTHOST: "", NOTIFICATIONS_WEBHOOK_URL: "https://hooks.example.com/herald" } as Env;
+    const deliverable = async () => {
+      const ctx = createExecutionContext();
+      const res = await fetchApp(new Request("http://localhost/api/v2/users/authmethods"), noMail, ctx);
+      await waitOnExecutionContext(ctx);
+      return (await json<{ password: { reset_passcode_deliverable: boolean } }>(res)).password.reset_passcode_deliverable;
+    };
+    const setMethod = async (method: string) =>
+      (await call("PUT", `/notifications/templates/${TEMPLATE_IDS.oneTimePasscode}/method`, { token: admin.token, body: { method } })).status;
+    expect(await deliverable()).toBe(false);
+    expect(await setMethod("webhook")).toBe(200);
+    expect(await deliverable()).toBe(true);
+    expect(await setMethod("")).toBe(200);
+    expect(await deliverable()).toBe(false);
   });
 });
 
