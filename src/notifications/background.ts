@@ -43,18 +43,21 @@ export async function handleQueue(
   }
   // Concurrently: a receiver that hangs holds up only its own message, never the rest of the batch. When one id of
   // a multi-id message crashes, the whole message is retried: the ids already sent are no longer leasable.
+  // Passcode requests first, one after another in the order they were asked: each is a few D1 statements, and the
+  // mails they enqueue then go out with the rest of this batch's lane.
+  for (const message of batch.messages) {
+    if (!("passcodeRequest" in message.body)) continue;
+    try {
+      await requestPasscode(env, ctx, message.body.passcodeRequest);
+      message.ack();
+    } catch (error) {
+      console.error(`[herald] passcode request failed: ${error instanceof Error ? error.name : "error"}`);
+      message.retry();
+    }
+  }
   await Promise.all(
     batch.messages.map(async (message) => {
-      if ("passcodeRequest" in message.body) {
-        try {
-          await requestPasscode(env, ctx, message.body.passcodeRequest);
-          message.ack();
-        } catch (error) {
-          console.error(`[herald] passcode request failed: ${error instanceof Error ? error.name : "error"}`);
-          message.retry();
-        }
-        return;
-      }
+      if ("passcodeRequest" in message.body) return;
       const sends = Promise.all(idsOf(message.body).map((id) => dispatchMessage(env, id)));
       // A send still running after the hand-off time goes on in the background: the batch returns, so the consumer
       // takes the next one instead of waiting out a stalled server (up to RFC 5321's minutes). The message is acked:

@@ -15,6 +15,7 @@ import { ExternalMessages } from "../../src/external/messages";
 import { Messages } from "../../src/http/errors";
 import { signValue } from "../../src/lib/signed";
 import { TEMPLATE_IDS } from "../../src/notifications/templates";
+import { requestPasscodeSettled } from "../auth/passcode-helpers";
 import { call, createUser, expectError, fetchApp, json, owner, send, type TestUser } from "../helpers";
 import {
   CookieJar,
@@ -678,22 +679,6 @@ async function messagesOf(userId: string, templateId: string) {
   return results;
 }
 
-/** A5 with its background work awaited, so "nothing was sent" can be checked in D1. */
-async function requestPasscode(email: string): Promise<void> {
-  const ctx = createExecutionContext();
-  const res = await fetchApp(
-    new Request(`${HERALD}/api/v2/users/otp/request`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", "CF-Connecting-IP": randomIp() },
-      body: JSON.stringify({ email }),
-    }),
-    env,
-    ctx,
-  );
-  await waitOnExecutionContext(ctx);
-  expect(res.status).toBe(204);
-}
-
 describe('A7 conversion, end to end through the provider (docs/api.md, "Converting a password account")', () => {
   it("converts a password user to OIDC: new session, password gone, old credentials dead, notice and audit", async () => {
     const user = await createUser();
@@ -702,7 +687,7 @@ describe('A7 conversion, end to end through the provider (docs/api.md, "Converti
     expect(tokenRes.status).toBe(201);
     const apiToken = (await json<{ key: string }>(tokenRes)).key;
     // Control: as a password user, A5 does issue a passcode.
-    await requestPasscode(user.email);
+    await requestPasscodeSettled(user.email);
     expect(await messagesOf(user.id, TEMPLATE_IDS.oneTimePasscode)).toHaveLength(1);
 
     const jar = new CookieJar();
@@ -734,7 +719,7 @@ describe('A7 conversion, end to end through the provider (docs/api.md, "Converti
 
     // Password sign-in and the passcode reset no longer work for this user.
     await expectError(await call("POST", "/users/login", { body: { email: user.email, password: user.password } }), 401, AuthMessages.incorrectLogin);
-    await requestPasscode(user.email);
+    await requestPasscodeSettled(user.email);
     expect(await messagesOf(user.id, TEMPLATE_IDS.oneTimePasscode)).toHaveLength(1);
     await expectError(
       await call("POST", "/users/otp/change-password", {
