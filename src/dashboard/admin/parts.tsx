@@ -1,5 +1,6 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
+import { FieldNotes } from "../ui/components";
 import "./admin.css";
 
 /**
@@ -73,16 +74,7 @@ export function TextAreaField({
         aria-invalid={error ? "true" : undefined}
         aria-describedby={described || undefined}
       />
-      {hint ? (
-        <small id={`${id}-hint`} class="hint">
-          {hint}
-        </small>
-      ) : null}
-      {error ? (
-        <small id={`${id}-error`} class="field-error">
-          {error}
-        </small>
-      ) : null}
+      <FieldNotes id={id} hint={hint} error={error} />
     </div>
   );
 }

@@ -1,6 +1,7 @@
 import type { TargetedKeyboardEvent } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, call } from "../api";
+import { FieldNotes } from "../ui/components";
 import "./admin.css";
 
 /** A user as a picker offers one: enough to name them and find their organizations. */
@@ -213,16 +214,7 @@ export function UserPicker({
       <span class="visually-hidden" role="status">
         {status}
       </span>
-      {hint ? (
-        <small id={`${id}-hint`} class="hint">
-          {hint}
-        </small>
-      ) : null}
-      {error ? (
-        <small id={`${id}-error`} class="field-error">
-          {error}
-        </small>
-      ) : null}
+      <FieldNotes id={id} hint={hint} error={error} />
     </div>
   );
 }

@@ -130,6 +130,27 @@ const input_ = (attributes: LooseInputHTMLAttributes<HTMLInputElement>) => h("in
  * A labelled input whose API validation message (by the field's JSON path, `problemField`) is tied to it with
  * aria-describedby and aria-invalid.
  */
+/**
+ * A field's hint and its error, under the control, with the ids its `aria-describedby` names (`<id>-hint`,
+ * `<id>-error`): one shape for every control of the dashboard.
+ */
+export function FieldNotes({ id, hint, error }: { id: string; hint?: string | undefined; error?: string | undefined }) {
+  return (
+    <>
+      {hint ? (
+        <small id={`${id}-hint`} class="hint">
+          {hint}
+        </small>
+      ) : null}
+      {error ? (
+        <small id={`${id}-error`} class="field-error">
+          {error}
+        </small>
+      ) : null}
+    </>
+  );
+}
+
 export function Field({
   label,
   value,
@@ -160,16 +181,7 @@ export function Field({
         "aria-invalid": message ? "true" : undefined,
         "aria-describedby": described || undefined,
       })}
-      {hint ? (
-        <small id={`${id}-hint`} class="hint">
-          {hint}
-        </small>
-      ) : null}
-      {message ? (
-        <small id={`${id}-error`} class="field-error">
-          {message}
-        </small>
-      ) : null}
+      <FieldNotes id={id} hint={hint} error={message} />
     </div>
   );
 }
