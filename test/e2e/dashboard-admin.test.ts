@@ -1,7 +1,7 @@
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { browserAvailable, expectAccessible, expectNoSidewaysScroll, launchBrowser, trackRequests, watchConsole } from "./browser";
-import { freePort, type RunningHerald, startHerald } from "./herald";
+import { apiAs, freePort, type RunningHerald, startHerald } from "./herald";
 
 // The administration pages of the dashboard (docs/dashboard.md) in a real Chromium at 1280×800 against Herald started
 // by npm start's machinery: tables that fit, confirmations before Suspend and Delete, users picked by name instead of
@@ -28,22 +28,6 @@ let page: Page;
 let problems: string[];
 let requests: ReturnType<typeof trackRequests>;
 const ids: Record<string, string> = {};
-
-/** The API from Node with a session of its own (the browser's cookie session is separate). */
-async function apiAs(credentials: { email: string; password: string }) {
-  const login = await fetch(`${herald.url}/api/v2/users/login`, { method: "POST", body: JSON.stringify(credentials) });
-  expect(login.status).toBe(201);
-  const { session_token: token } = (await login.json()) as { session_token: string };
-  return async (method: string, route: string, body?: unknown) => {
-    const res = await fetch(`${herald.url}/api/v2${route}`, {
-      method,
-      headers: { "Service-Session-Token": token, "Content-Type": "application/json" },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Record<string, unknown> };
-  };
-}
 
 /** Retries an assertion until it holds: what the page shows follows the API a moment later. */
 const poll = <T>(probe: () => T | Promise<T>) => expect.poll(probe, { timeout: 20_000, interval: 100 });
@@ -137,7 +121,7 @@ describe.skipIf(!browserAvailable)("the dashboard's administration pages in Chro
     await username.fill(OWNER.username);
     await page.getByRole("button", { name: "Create the owner account" }).click();
     await page.getByRole("heading", { name: "Inbox", exact: true }).waitFor();
-    const api = await apiAs(OWNER);
+    const api = await apiAs(herald.url, OWNER);
     ids.ada = String((await api("GET", "/users/me")).body.id);
     const grace = await api("POST", "/users", GRACE);
     expect(grace.status).toBe(201);
@@ -174,7 +158,7 @@ describe.skipIf(!browserAvailable)("the dashboard's administration pages in Chro
   });
 
   it("Suspend asks first: Cancel leaves the user active, Yes suspends (docs/dashboard.md#confirmations)", async () => {
-    const api = await apiAs(OWNER);
+    const api = await apiAs(herald.url, OWNER);
     await page.goto(`${herald.url}/#/admin/users`);
     const row = page.locator(`[data-testid="user-row"][data-username="grace"]`);
     await row.waitFor();
@@ -196,7 +180,7 @@ describe.skipIf(!browserAvailable)("the dashboard's administration pages in Chro
   });
 
   it("Delete asks first, saying what it ends: Cancel keeps the account, Yes deletes it (docs/dashboard.md#confirmations)", async () => {
-    const api = await apiAs(OWNER);
+    const api = await apiAs(herald.url, OWNER);
     const row = page.locator(`[data-testid="user-row"][data-username="temp"]`);
     await row.getByRole("button", { name: "Delete temp" }).click();
     await expect.poll(() => row.textContent()).toContain("Deleting temp removes the account for good");
@@ -240,12 +224,12 @@ describe.skipIf(!browserAvailable)("the dashboard's administration pages in Chro
     await form.getByLabel("Title").fill("For grace only");
     await form.getByRole("button", { name: "Send broadcast" }).click();
     await page.getByText(/Broadcast accepted for 1 recipient\./).waitFor();
-    const grace = await apiAs(GRACE);
+    const grace = await apiAs(herald.url, GRACE);
     await poll(async () => {
       const inbox = (await grace("GET", "/notifications/inbox")).body.notifications as { title: string }[];
       return inbox.map((n) => n.title);
     }).toContain("For grace only");
-    const ada = await apiAs(OWNER);
+    const ada = await apiAs(herald.url, OWNER);
     const mine = (await ada("GET", "/notifications/inbox")).body.notifications as { title: string }[];
     expect(mine.map((n) => n.title)).not.toContain("For grace only");
   });
@@ -267,7 +251,7 @@ describe.skipIf(!browserAvailable)("the dashboard's administration pages in Chro
 
   it("the message log fits 1280 px, is filtered by a user picked by username, and copies their id (docs/dashboard.md#tables)", async () => {
     // ada's own message, so the log has two users to tell apart.
-    const ada = await apiAs(OWNER);
+    const ada = await apiAs(herald.url, OWNER);
     expect((await ada("POST", "/notifications/custom", { content: { title: "For ada", message: "" } })).status).toBe(204);
     await page.goto(`${herald.url}/#/admin/messages`);
     await page.getByRole("heading", { name: "Message log" }).waitFor();

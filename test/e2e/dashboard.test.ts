@@ -5,7 +5,7 @@ import PostalMime from "postal-mime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestProject } from "vitest/node";
 import { browserAvailable, expectAccessible, expectNoSidewaysScroll, launchBrowser, trackRequests, watchConsole } from "./browser";
-import { freePort, type RunningHerald, startHerald } from "./herald";
+import { apiAs, freePort, type RunningHerald, startHerald } from "./herald";
 
 // The dashboard (docs/dashboard.md) in a real Chromium against Herald started by npm start's machinery,
 // with the real SMTP server and OpenID provider beside it. The journeys run in order, as one person's first day:
@@ -29,22 +29,6 @@ const control = async (route: string, body?: unknown) => {
   const init = body === undefined ? {} : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
   return (await fetch(`http://127.0.0.1:${peers.peerPort}${route}`, init)).json() as Promise<unknown>;
 };
-
-/** The API from Node with a session of its own (the browser's cookie session is separate). */
-async function apiAs(credentials: { email: string; password: string }) {
-  const login = await fetch(`${herald.url}/api/v2/users/login`, { method: "POST", body: JSON.stringify(credentials) });
-  expect(login.status).toBe(201);
-  const { session_token: token } = (await login.json()) as { session_token: string };
-  return async (method: string, route: string, body?: unknown) => {
-    const res = await fetch(`${herald.url}/api/v2${route}`, {
-      method,
-      headers: { "Service-Session-Token": token, "Content-Type": "application/json" },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Record<string, unknown> };
-  };
-}
 
 /** Retries an assertion until it holds: what the page shows follows the API and the watch a moment later. */
 const poll = <T>(probe: () => T | Promise<T>) => expect.poll(probe, { timeout: 20_000, interval: 100 });
@@ -160,7 +144,7 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (docs/dashboard.md
   });
 
   it("a notification sent through the API appears live, with the badge and the tab title counting it", async () => {
-    const api = await apiAs(OWNER);
+    const api = await apiAs(herald.url, OWNER);
     await page.locator(".live-open").waitFor();
     expect(await page.getByTestId("unread-badge").count()).toBe(0);
     expect(
@@ -184,7 +168,7 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (docs/dashboard.md
   });
 
   it("read and archive in the dashboard are what the API then reports", async () => {
-    const api = await apiAs(OWNER);
+    const api = await apiAs(herald.url, OWNER);
     const first = page.getByTestId("inbox-item").filter({ hasText: "Deploy finished" });
     const id = await first.getAttribute("data-id");
     // Each row's actions are behind its one menu button (docs/dashboard.md, "The inbox").
@@ -256,7 +240,7 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (docs/dashboard.md
   });
 
   it("an owner pauses and resumes the notifier, and the API agrees", async () => {
-    const api = await apiAs(OWNER);
+    const api = await apiAs(herald.url, OWNER);
     await page.goto(`${herald.url}/#/admin/notifier`);
     await page.getByRole("button", { name: "Pause delivery" }).click();
     await poll(async () => (await api("GET", "/notifications/settings")).body.notifier_paused).toBe(true);
@@ -266,7 +250,7 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (docs/dashboard.md
   });
 
   it("an owner sends a broadcast and watches it complete; it lands live in the owner's own inbox", async () => {
-    const api = await apiAs(OWNER);
+    const api = await apiAs(herald.url, OWNER);
     await page.goto(`${herald.url}/#/admin/broadcasts`);
     const form = page.getByTestId("broadcast-form");
     await form.getByLabel("Everyone").check();
@@ -286,7 +270,7 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (docs/dashboard.md
   });
 
   it("forgot password: a passcode by e-mail (the real SMTP server) sets a new password, which then signs in", async () => {
-    const api = await apiAs(OWNER);
+    const api = await apiAs(herald.url, OWNER);
     const member = { email: "grace@herald.test", username: "grace", password: "harbour-violet-quartz-29" };
     expect((await api("POST", "/users", { ...member, login_type: "password" })).status).toBe(201);
     await page.getByRole("button", { name: "Sign out" }).click();
@@ -331,7 +315,7 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (docs/dashboard.md
   });
 
   it("OIDC sign-in through the real OpenID provider returns to the dashboard, signed in", async () => {
-    const api = await apiAs(OWNER);
+    const api = await apiAs(herald.url, OWNER);
     expect((await api("POST", "/users", { email: "ida@herald.test", username: "ida", login_type: "oidc" })).status).toBe(201);
     await control("/control/oidc/next-login", { sub: "dashboard-oidc-1", email: "ida@herald.test", email_verified: true, name: "Ida" });
     await page.getByRole("link", { name: "Sign in with Acme SSO" }).click();
@@ -343,7 +327,7 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (docs/dashboard.md
   });
 
   it("a session ended elsewhere (an owner ends it) sends the open dashboard back to sign-in", async () => {
-    const api = await apiAs(OWNER);
+    const api = await apiAs(herald.url, OWNER);
     expect((await api("DELETE", "/users/ida/keys/sessions")).status).toBe(204);
     // The watch is closed with 4401, and the next call answers 401: either way the page goes back to sign-in.
     await page.getByRole("link", { name: "Preferences" }).click();

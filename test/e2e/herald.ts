@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { expect } from "vitest";
 import { freePort, startLocalHerald } from "../../scripts/local-herald.mjs";
 import { PINNED_VARS } from "../fixtures/vars";
 
@@ -44,4 +45,23 @@ export async function startHerald(
     // `persistTo` keeps the storage across a stop and a start: the same Herald, restarted (an outage).
     ...(options.persistTo ? { persistTo: options.persistTo } : {}),
   });
+}
+
+/**
+ * The API from Node with a session of its own (a browser's cookie session is separate): signs in with the
+ * credentials, then answers each call's status and parsed body.
+ */
+export async function apiAs(url: string, credentials: { email: string; password: string }) {
+  const login = await fetch(`${url}/api/v2/users/login`, { method: "POST", body: JSON.stringify(credentials) });
+  expect(login.status).toBe(201);
+  const { session_token: token } = (await login.json()) as { session_token: string };
+  return async (method: string, route: string, body?: unknown) => {
+    const res = await fetch(`${url}/api/v2${route}`, {
+      method,
+      headers: { "Service-Session-Token": token, "Content-Type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Record<string, unknown> };
+  };
 }
