@@ -3,7 +3,7 @@ import { api, call } from "./api";
 import { createPasskey, getPasskey } from "./passkey";
 
 /**
- * The person's second factors and the prompts that use them (docs/api.md, "Second factor"), through the typed
+ * The person's second factors and the prompts that use them (docs/dashboard.md, "Second factor, passkeys and step-up"), through the typed
  * client: the authenticator app (TOTP) and its recovery codes, passkeys, and confirming it is them (a step-up).
  */
 

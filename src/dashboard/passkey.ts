@@ -19,11 +19,6 @@ import { SAY } from "./ui/plain-words";
  * stops the one before, as the sign-in page's autofill request is stopped by "Sign in with a passkey".
  */
 
-/** The prompt was stopped by the page itself (another ceremony started, the page was left), not by the person. */
-export function stoppedByPage(error: unknown): boolean {
-  return error instanceof WebAuthnError && error.code === "ERROR_CEREMONY_ABORTED";
-}
-
 /** A ceremony that failed, as the alert says it: what happened and what to do next (docs/dashboard.md#errors). */
 function passkeyProblem(error: unknown): ApiProblem {
   if (error instanceof ApiProblem) return error;
@@ -58,25 +53,17 @@ export async function createPasskey(options: PublicKeyCredentialCreationOptionsJ
 
 /**
  * Offers the person's passkeys among the e-mail field's suggestions (`autocomplete="username webauthn"`, conditional
- * mediation). Resolves with the chosen passkey's answer, or undefined when the browser cannot offer them, the options
- * cannot be had, or the page stopped the request (a password sign-in, another prompt): none of these is the person's
- * doing, so none is an error to show.
+ * mediation). Resolves with the chosen passkey's answer, or undefined when it ends without one: the browser cannot
+ * offer passkeys, the options cannot be had, the page stopped the request (a password sign-in, the passkey button),
+ * or the browser gave up on it (its time ran out, no passkey is on the device). None of these is the person's doing
+ * or needs anything from them, so none is an error to show: the password and the passkey button are still there.
  */
-export async function passkeyFromAutofill(
-  options: () => Promise<PublicKeyCredentialRequestOptionsJSON>,
-): Promise<AuthenticationResponseJSON | undefined> {
-  let optionsJSON: PublicKeyCredentialRequestOptionsJSON;
+export async function passkeyFromAutofill(options: () => Promise<PublicKeyCredentialRequestOptionsJSON>): Promise<AuthenticationResponseJSON | undefined> {
   try {
     if (!(await browserSupportsWebAuthnAutofill())) return undefined;
-    optionsJSON = await options();
+    return await startAuthentication({ optionsJSON: await options(), useBrowserAutofill: true });
   } catch {
     return undefined;
-  }
-  try {
-    return await startAuthentication({ optionsJSON, useBrowserAutofill: true });
-  } catch (error) {
-    if (stoppedByPage(error)) return undefined;
-    throw passkeyProblem(error);
   }
 }
 

@@ -31,7 +31,7 @@ export function StepUpPrompt({ me }: { me: Me }) {
   );
 }
 
-/** Which proofs to offer: a person with a factor must use one; one without uses the password (docs/api.md, "Step-up"). */
+/** Which proofs to offer: a person with a factor must use one; one without uses the password (docs/dashboard.md, "Step-up"). */
 function waysFor(me: Me, factors: Factors | null) {
   // Factors that could not be read: offer every way, and the API says which it takes.
   if (factors === null) return { passkey: true, code: true, recovery: true, password: me.login_type === "password" };

@@ -46,8 +46,8 @@ function totpAt(secret: string, step: number): string {
 const stepNow = () => Math.floor(Date.now() / 30_000);
 
 /**
- * The codes of one secret, each step used once: Herald refuses a code again within its window (docs/api.md, "Second
- * factor") and accepts the next step early, so a later code is the next step, or the current one if time has moved on.
+ * The codes of one secret, each step used once: Herald refuses a code again within its window (docs/dashboard.md,
+ * "Second factor") and accepts the next step early, so a later code is the next step, or the current one if time has moved on.
  */
 function authenticatorApp(secret: string) {
   let last = Number.NEGATIVE_INFINITY;

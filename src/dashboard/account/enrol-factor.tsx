@@ -11,7 +11,7 @@ const roleNames = (me: Me) => me.roles.map((role) => role.display_name || role.n
 
 /**
  * Opened when the API refuses with `second factor required`: the person's role needs a second factor, and until they
- * enrol one Herald refuses all else (docs/dashboard.md, "Second factor"). It says why, offers the authenticator app
+ * enrol one Herald refuses all else (docs/dashboard.md, "A role that needs a second factor"). It says why, offers the authenticator app
  * and a passkey, and once one is on, leads back to the page they were on (`back`, a fragment).
  */
 export function EnrolFactorPage({ me }: { me: Me }) {

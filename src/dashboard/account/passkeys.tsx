@@ -5,7 +5,7 @@ import { Empty, Field, Loading, Notice, ProblemAlert, Time } from "../ui/compone
 import { ConfirmButton } from "./confirm";
 
 /**
- * The person's passkeys (docs/api.md, "Passkeys"): each with its name, when it was added and last used, and Remove;
+ * The person's passkeys (docs/dashboard.md, "Passkeys"): each with its name, when it was added and last used, and Remove;
  * and a form that makes a new one on this device, named at creation (the API has no rename).
  */
 export function PasskeysPart({ onChanged }: { onChanged(): void }) {

@@ -10,7 +10,7 @@ import { RecoveryCodes } from "./recovery-codes";
 const grouped = (secret: string) => secret.replace(/(.{4})(?=.)/g, "$1 ");
 
 /**
- * The authenticator app (TOTP, docs/api.md, "Second factor"): whether it is on, setting it up (a QR code and the
+ * The authenticator app (TOTP, docs/dashboard.md, "The Security section"): whether it is on, setting it up (a QR code and the
  * secret as text, then a code from the app to confirm), the recovery codes that confirming answers (shown once), a
  * new set of them, and turning it off.
  */
