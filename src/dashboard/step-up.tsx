@@ -58,6 +58,10 @@ function StepUpDialog({ me, onClose }: { me: Me; onClose(confirmed: boolean): vo
     dialog.current?.showModal();
     loadFactors().then(setFactors, () => setFactors(null));
   }, []);
+  // Once the ways are known, focus goes to the first of them (a passkey button or a field), not to Cancel.
+  useEffect(() => {
+    if (factors !== undefined) dialog.current?.querySelector<HTMLElement>(".step-up-ways input, .step-up-ways button")?.focus();
+  }, [factors]);
 
   const close = (confirmed: boolean) => {
     dialog.current?.close();
@@ -90,93 +94,95 @@ function StepUpDialog({ me, onClose }: { me: Me; onClose(confirmed: boolean): vo
         <p id="step-up-why">This change needs a recent sign-in. Once you confirm, it goes on by itself.</p>
         <ProblemAlert problem={confirm.problem} shown={["password", "code"]} />
         {ways === undefined ? <Loading what="your sign-in methods" /> : null}
-        {ways?.passkey ? (
-          <div>
-            <button type="button" class="button-primary" disabled={confirm.pending} onClick={() => void confirm.run({ passkey: true })}>
-              Use a passkey
-            </button>
-          </div>
-        ) : null}
-        {ways?.code ? (
-          <form
-            class="stack"
-            onSubmit={(event) => {
-              event.preventDefault();
-              if (!confirm.pending) void confirm.run({ code: asCode(code) });
-            }}
-          >
-            {recovery ? (
-              <Field
-                label="Recovery code"
-                name="step_up_recovery_code"
-                autocomplete="off"
-                required
-                value={code}
-                onValue={setCode}
-                problem={confirm.problem}
-                problemField="code"
-                hint="One of the codes you saved when you set up the app. Each works once."
-              />
-            ) : (
-              <Field
-                label="Code from your authenticator app"
-                name="step_up_code"
-                autocomplete="one-time-code"
-                inputMode="numeric"
-                required
-                value={code}
-                onValue={setCode}
-                problem={confirm.problem}
-                problemField="code"
-                hint="6 digits; the app shows a new one every 30 seconds."
-              />
-            )}
-            <div class="row">
-              <button type="submit" class={ways.passkey ? "" : "button-primary"} disabled={confirm.pending}>
-                Confirm
-              </button>
-              {ways.recovery ? (
-                <button
-                  type="button"
-                  class="button-quiet"
-                  onClick={() => {
-                    setRecovery(!recovery);
-                    setCode("");
-                    confirm.clear();
-                  }}
-                >
-                  {recovery ? "Use the app's code instead" : "Use a recovery code instead"}
-                </button>
-              ) : null}
-            </div>
-          </form>
-        ) : null}
-        {ways?.password ? (
-          <form
-            class="stack"
-            onSubmit={(event) => {
-              event.preventDefault();
-              if (!confirm.pending) void confirm.run({ password });
-            }}
-          >
-            <Field
-              label="Your password"
-              type="password"
-              name="step_up_password"
-              autocomplete="current-password"
-              required
-              value={password}
-              onValue={setPassword}
-              problem={confirm.problem}
-              problemField="password"
-            />
+        <div class="stack step-up-ways">
+          {ways?.passkey ? (
             <div>
-              <button type="submit" class="button-primary" disabled={confirm.pending}>
-                Confirm
+              <button type="button" class="button-primary" disabled={confirm.pending} onClick={() => void confirm.run({ passkey: true })}>
+                Use a passkey
               </button>
             </div>
-          </form>
-        ) : null}
+          ) : null}
+          {ways?.code ? (
+            <form
+              class="stack"
+              onSubmit={(event) => {
+                event.preventDefault();
+                if (!confirm.pending) void confirm.run({ code: asCode(code) });
+              }}
+            >
+              {recovery ? (
+                <Field
+                  label="Recovery code"
+                  name="step_up_recovery_code"
+                  autocomplete="off"
+                  required
+                  value={code}
+                  onValue={setCode}
+                  problem={confirm.problem}
+                  problemField="code"
+                  hint="One of the codes you saved when you set up the app. Each works once."
+                />
+              ) : (
+                <Field
+                  label="Code from your authenticator app"
+                  name="step_up_code"
+                  autocomplete="one-time-code"
+                  inputMode="numeric"
+                  required
+                  value={code}
+                  onValue={setCode}
+                  problem={confirm.problem}
+                  problemField="code"
+                  hint="6 digits; the app shows a new one every 30 seconds."
+                />
+              )}
+              <div class="row">
+                <button type="submit" class={ways.passkey ? "" : "button-primary"} disabled={confirm.pending}>
+                  Confirm
+                </button>
+                {ways.recovery ? (
+                  <button
+                    type="button"
+                    class="button-quiet"
+                    onClick={() => {
+                      setRecovery(!recovery);
+                      setCode("");
+                      confirm.clear();
+                    }}
+                  >
+                    {recovery ? "Use the app's code instead" : "Use a recovery code instead"}
+                  </button>
+                ) : null}
+              </div>
+            </form>
+          ) : null}
+          {ways?.password ? (
+            <form
+              class="stack"
+              onSubmit={(event) => {
+                event.preventDefault();
+                if (!confirm.pending) void confirm.run({ password });
+              }}
+            >
+              <Field
+                label="Your password"
+                type="password"
+                name="step_up_password"
+                autocomplete="current-password"
+                required
+                value={password}
+                onValue={setPassword}
+                problem={confirm.problem}
+                problemField="password"
+              />
+              <div>
+                <button type="submit" class="button-primary" disabled={confirm.pending}>
+                  Confirm
+                </button>
+              </div>
+            </form>
+          ) : null}
+        </div>
         {external ? (
           <p>
             You have no Herald password or second factor to confirm with. Sign out and sign in again, then try once more: a fresh sign-in counts as
