@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { Browser, BrowserContext, CDPSession, Page } from "playwright-core";
+import type { Browser, BrowserContext, CDPSession, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { browserAvailable, expectAccessible, launchBrowser, trackRequests, watchConsole } from "./browser";
 import { apiAs, freePort, type RunningHerald, startHerald } from "./herald";
@@ -153,6 +153,15 @@ async function accessibleInBothThemes(page: Page, label: string) {
   await page.emulateMedia({ colorScheme: "light" });
 }
 
+/** The error tied to an input by aria-describedby (class field-error), or "" when none is. */
+async function errorOf(input: Locator): Promise<string> {
+  for (const id of ((await input.getAttribute("aria-describedby")) ?? "").split(" ").filter(Boolean)) {
+    const element = input.page().locator(`[id="${id}"]`);
+    if ((await element.getAttribute("class"))?.includes("field-error")) return (await element.textContent()) ?? "";
+  }
+  return "";
+}
+
 /** The page's alerts (refusals), as text: none is expected on a page that worked. */
 const alerts = (page: Page) => page.getByRole("alert").allTextContents();
 
@@ -284,7 +293,10 @@ describe.skipIf(!browserAvailable)('docs/dashboard.md, "Second factor, passkeys 
     graceApp = authenticatorApp(secret);
     await code.fill(graceApp.wrong());
     await page.getByRole("button", { name: "Turn on" }).click();
-    await poll(() => alerts(page)).toEqual(["Incorrect one-time code."]);
+    // Said once, at the field, and focus goes there to fix it.
+    await poll(() => errorOf(code)).toBe("Incorrect one-time code.");
+    expect(await alerts(page)).toEqual(["Check the highlighted field."]);
+    expect(await code.evaluate((input) => input === document.activeElement)).toBe(true);
     await code.fill(graceApp.next());
     await page.getByRole("button", { name: "Turn on" }).click();
     const shown = page.getByTestId("recovery-codes");
@@ -312,12 +324,7 @@ describe.skipIf(!browserAvailable)('docs/dashboard.md, "Second factor, passkeys 
     expect(await asked.getAttribute("autocomplete")).toBe("one-time-code");
     expect(await asked.getAttribute("inputmode")).toBe("numeric");
     expect(await page.getByRole("button", { name: "Use a passkey" }).count()).toBe(0);
-    await asked.fill(graceApp.wrong());
-    await page.getByRole("button", { name: "Sign in", exact: true }).click();
-    await poll(() => alerts(page)).toEqual(["Incorrect one-time code."]);
-    // A way on is always shown: the right code, a recovery code, or starting again.
-    expect(await page.getByRole("link", { name: "start again" }).count()).toBe(1);
-    await accessibleInBothThemes(page, "Second factor, a wrong code");
+    await accessibleInBothThemes(page, "Second factor (authenticator app)");
     await asked.fill(graceApp.next());
     await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await inbox(page).waitFor();
@@ -345,6 +352,9 @@ describe.skipIf(!browserAvailable)('docs/dashboard.md, "Second factor, passkeys 
     await useRecoveryCode(first);
     await poll(() => alerts(page)).toEqual(["Incorrect one-time code."]);
     expect(await page.getByRole("heading", { name: "Inbox", exact: true }).count()).toBe(0);
+    // A way on is always shown: another code, or starting again.
+    expect(await page.getByRole("link", { name: "start again" }).count()).toBe(1);
+    await accessibleInBothThemes(page, "Second factor, a used recovery code");
     // Another code still finishes the same sign-in.
     await useRecoveryCode(second);
     await inbox(page).waitFor();
