@@ -5,27 +5,30 @@ import { useAction } from "./ui/action";
 import { Field, Loading, ProblemAlert } from "./ui/components";
 import { createStore, useStore } from "./ui/store";
 
-/** The open prompt's answer: true once the API accepted the proof, false when the person cancelled. */
-const asking = createStore<((confirmed: boolean) => void) | undefined>(undefined);
+/**
+ * The open prompt's answer: true once the API accepted the proof, false when the person cancelled. Wrapped in an
+ * object: a store's value goes through a state setter, which would call a bare function as an updater.
+ */
+const asking = createStore<{ answer(confirmed: boolean): void } | undefined>(undefined);
 
 /**
  * Opens the step-up prompt and waits for the person (the API layer calls it when an answer says `step-up required`,
  * then sends the refused request again; docs/dashboard.md, "Step-up").
  */
 export function promptStepUp(): Promise<boolean> {
-  return new Promise((resolve) => asking.set(resolve));
+  return new Promise((resolve) => asking.set({ answer: resolve }));
 }
 
 /** The prompt, when one is asked for: shown by the app over whatever page is open. */
 export function StepUpPrompt({ me }: { me: Me }) {
-  const resolve = useStore(asking);
-  if (!resolve) return null;
+  const open = useStore(asking);
+  if (!open) return null;
   return (
     <StepUpDialog
       me={me}
       onClose={(confirmed) => {
         asking.set(undefined);
-        resolve(confirmed);
+        open.answer(confirmed);
       }}
     />
   );
