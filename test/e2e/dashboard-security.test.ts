@@ -135,7 +135,7 @@ async function signInWithPassword(page: Page, url: string, who: { email: string;
 const inbox = (page: Page) => page.getByRole("heading", { name: "Inbox", exact: true });
 
 async function signOut(page: Page) {
-  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByRole("button", { name: "Sign out", exact: true }).click();
   await page.getByRole("heading", { name: "Sign in to Herald" }).waitFor();
 }
 
@@ -369,8 +369,9 @@ describe.skipIf(!browserAvailable)('docs/dashboard.md, "Step-up" and a role that
   let ownerApi: Awaited<ReturnType<typeof apiAs>>;
 
   /**
-   * Waits until a session signed in at `since` is older than STEP_UP_MAX_AGE by Herald's clock (the same machine's):
-   * only real time ages a session, so this is a wait on the clock, not a pause for luck.
+   * Waits until a session last authenticated before `since` (taken once the sign-in or step-up had finished) is older
+   * than STEP_UP_MAX_AGE by Herald's clock, the same machine's: only real time ages a session, so this is a wait on
+   * the clock, not a pause for luck.
    */
   async function aged(since: number) {
     const until = since + STEP_UP_MAX_AGE_MS + 500;
@@ -397,9 +398,9 @@ describe.skipIf(!browserAvailable)('docs/dashboard.md, "Step-up" and a role that
 
   it("creating an API token on an older session asks to confirm it is you; Cancel changes nothing, the password goes on", async () => {
     const { page, problems, requests } = await newTab();
-    const signedInAt = Date.now();
     await signInWithPassword(page, herald.url, OWNER);
     await inbox(page).waitFor();
+    const signedInAt = Date.now();
     await openSecurity(page, herald.url);
     await page.getByLabel("Token name").fill("ci-deploy");
     await aged(signedInAt);
@@ -439,9 +440,9 @@ describe.skipIf(!browserAvailable)('docs/dashboard.md, "Step-up" and a role that
   it("with a passkey, the step-up prompt asks for it instead of the password", async () => {
     const { page, problems } = await newTab();
     await authenticator(page);
-    let signedInAt = Date.now();
     await signInWithPassword(page, herald.url, OWNER);
     await inbox(page).waitFor();
+    let signedInAt = Date.now();
     await openSecurity(page, herald.url);
     await aged(signedInAt);
     // Adding a factor is a change that needs a recent sign-in too: the password, as there is no factor yet.
@@ -469,9 +470,9 @@ describe.skipIf(!browserAvailable)('docs/dashboard.md, "Step-up" and a role that
   it("a user admin without a second factor is sent to add one, and is then led back", async () => {
     const { page, problems } = await newTab();
     await authenticator(page);
-    const signedInAt = Date.now();
     await signInWithPassword(page, herald.url, LIN);
     await page.getByRole("heading", { name: "Add a second factor" }).waitFor();
+    const signedInAt = Date.now();
     await page.getByTestId("enrol-why").getByText("Your role needs a second factor.").waitFor();
     await accessibleInBothThemes(page, "Second factor required");
     await aged(signedInAt);
