@@ -58,7 +58,9 @@ export async function createPasskey(options: PublicKeyCredentialCreationOptionsJ
  * or the browser gave up on it (its time ran out, no passkey is on the device). None of these is the person's doing
  * or needs anything from them, so none is an error to show: the password and the passkey button are still there.
  */
-export async function passkeyFromAutofill(options: () => Promise<PublicKeyCredentialRequestOptionsJSON>): Promise<AuthenticationResponseJSON | undefined> {
+export async function passkeyFromAutofill(
+  options: () => Promise<PublicKeyCredentialRequestOptionsJSON>,
+): Promise<AuthenticationResponseJSON | undefined> {
   try {
     if (!(await browserSupportsWebAuthnAutofill())) return undefined;
     return await startAuthentication({ optionsJSON: await options(), useBrowserAutofill: true });

@@ -359,7 +359,7 @@ describe.skipIf(!browserAvailable)('docs/dashboard.md, "Second factor, passkeys 
     await signOut(page);
     await signInWithPassword(page, herald.url, GRACE);
     await useRecoveryCode(first);
-    await poll(() => alerts(page)).toEqual(["Incorrect one-time code."]);
+    await poll(() => alerts(page)).toEqual(["Incorrect one-time code. Each recovery code works once: check it, or try another of yours."]);
     expect(await page.getByRole("heading", { name: "Inbox", exact: true }).count()).toBe(0);
     // A way on is always shown: another code, or starting again.
     expect(await page.getByRole("link", { name: "start again" }).count()).toBe(1);

@@ -1,12 +1,13 @@
 import type { PublicKeyCredentialRequestOptionsJSON } from "@simplewebauthn/browser";
 import { useState } from "preact/hooks";
-import { api, call } from "../api";
+import { ApiProblem, api, call } from "../api";
 import { asCode } from "../factors";
 import { getPasskey } from "../passkey";
 import { currentRoute, href, landAfterSignIn, navigate, routeParam } from "../router";
 import { refreshSession } from "../session";
 import { useAction } from "../ui/action";
 import { Field, Page, ProblemAlert, Warning } from "../ui/components";
+import { SAY } from "../ui/plain-words";
 
 /** A sign-in whose password (or external sign-in) passed, waiting for its second factor. In memory only. */
 interface Challenge {
@@ -75,7 +76,13 @@ export function SecondFactorPage() {
       const passkey = await getPasskey(options as PublicKeyCredentialRequestOptionsJSON);
       await call(api.users.login.mfa.$post({ json: { mfa_token, passkey } }), { quiet401: true });
     } else {
-      await call(api.users.login.mfa.$post({ json: { mfa_token, code: proof.code } }), { quiet401: true });
+      try {
+        await call(api.users.login.mfa.$post({ json: { mfa_token, code: proof.code } }), { quiet401: true });
+      } catch (error) {
+        // The API says only that the code was wrong; the page adds what to do next (docs/dashboard.md#errors).
+        if (!(error instanceof ApiProblem) || error.status !== 401 || error.detail || error.message !== SAY.incorrectCode) throw error;
+        throw new ApiProblem(401, error.message, recovery ? SAY.recoveryCodeAgain : SAY.appCodeAgain);
+      }
     }
     challenge = undefined;
     await goOn(current.redirect);

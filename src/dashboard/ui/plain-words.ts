@@ -14,6 +14,10 @@ export const SAY = {
   /** A role that needs a second factor, before one is enrolled (docs/dashboard.md, "Second factor"). */
   factorRequired: "Your role needs a second factor first.",
   factorWhere: "Add an authenticator app or a passkey on the page that opened, then go on.",
+  /** The API's answer to a wrong code at the second step of a sign-in, and what to do next. */
+  incorrectCode: "Incorrect one-time code.",
+  appCodeAgain: "Type the code your app shows now; it changes every 30 seconds. Or use a recovery code.",
+  recoveryCodeAgain: "Each recovery code works once: check it, or try another of yours.",
   /** The browser refused or stopped a passkey ceremony (the person cancelled, or it timed out). */
   passkeyStopped: "The passkey was not used: it was cancelled or took too long.",
   passkeyAgain: "Try again, or use another way offered here.",
