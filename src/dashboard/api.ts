@@ -3,9 +3,9 @@ import { createHeraldClient } from "../client";
 import { plainDetail, SAY } from "./ui/plain-words";
 
 /** The `detail` of a 403 that asks the person to confirm it is them before a sensitive change (docs/dashboard.md, "Step-up"). */
-export const STEP_UP_REQUIRED = "step-up required";
+const STEP_UP_REQUIRED = "step-up required";
 /** The `detail` of a 403 that refuses everything until a person whose role needs a second factor enrols one. */
-export const SECOND_FACTOR_REQUIRED = "second factor required";
+const SECOND_FACTOR_REQUIRED = "second factor required";
 
 /**
  * Asks the person to confirm it is them (the step-up prompt, step-up.tsx); resolves true once the API accepted it,
