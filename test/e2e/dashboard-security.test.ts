@@ -2,7 +2,7 @@ import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Browser, BrowserContext, CDPSession, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { browserAvailable, expectAccessible, launchBrowser, trackRequests, watchConsole } from "./browser";
+import { browserAvailable, expectAccessible, expectNoSidewaysScroll, launchBrowser, trackRequests, watchConsole } from "./browser";
 import { apiAs, freePort, type RunningHerald, startHerald } from "./herald";
 
 // The dashboard's second factor, passkeys and step-up (docs/dashboard.md, "Second factor, passkeys and step-up") in a
@@ -298,6 +298,9 @@ describe.skipIf(!browserAvailable)('docs/dashboard.md, "Second factor, passkeys 
     expect(await code.getAttribute("autocomplete")).toBe("one-time-code");
     expect(await code.getAttribute("inputmode")).toBe("numeric");
     await accessibleInBothThemes(page, "Setting up the authenticator app");
+    await page.setViewportSize({ width: 360, height: 800 });
+    await expectNoSidewaysScroll(page, "Setting up the authenticator app at 360 px");
+    await page.setViewportSize({ width: 1280, height: 800 });
 
     graceApp = authenticatorApp(secret);
     await code.fill(graceApp.wrong());
@@ -334,6 +337,9 @@ describe.skipIf(!browserAvailable)('docs/dashboard.md, "Second factor, passkeys 
     expect(await asked.getAttribute("inputmode")).toBe("numeric");
     expect(await page.getByRole("button", { name: "Use a passkey" }).count()).toBe(0);
     await accessibleInBothThemes(page, "Second factor (authenticator app)");
+    await page.setViewportSize({ width: 360, height: 800 });
+    await expectNoSidewaysScroll(page, "Second factor at 360 px");
+    await page.setViewportSize({ width: 1280, height: 800 });
     await asked.fill(graceApp.next());
     await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await inbox(page).waitFor();
@@ -420,9 +426,12 @@ describe.skipIf(!browserAvailable)('docs/dashboard.md, "Step-up" and a role that
     // No factor: the password is asked for, with the browser's own field for it.
     const password = prompt.getByLabel("Your password");
     expect(await password.getAttribute("autocomplete")).toBe("current-password");
+    // Focus is in the prompt, on the password; Escape cancels, and focus is back on the button that asked.
+    expect(await password.evaluate((input) => input === document.activeElement)).toBe(true);
     await accessibleInBothThemes(page, "Step-up prompt");
-    await prompt.getByRole("button", { name: "Cancel" }).click();
+    await page.keyboard.press("Escape");
     await poll(() => prompt.count()).toBe(0);
+    expect(await page.getByRole("button", { name: "Create token" }).evaluate((button) => button === document.activeElement)).toBe(true);
     await poll(() => alerts(page)).toEqual([
       "Nothing was changed: this needs you to confirm it is you. Try again when you are ready, and confirm it is you when Herald asks.",
     ]);
