@@ -8,7 +8,7 @@ import { type PasskeyRow, passkeys } from "../db/schema";
 import { dbFor } from "../db/session";
 import type { AppEnv } from "../http/types";
 import { nowIso } from "../lib/crypto";
-import { CHALLENGE_TTL_MS, newChallenge, presentedChallenge, spendChallenge } from "./challenges";
+import { CHALLENGE_TTL_MS, challengeIsLive, newChallenge, presentedChallenge, spendChallenge } from "./challenges";
 import { userHandleOf } from "./registration";
 import type { AuthenticationResponseBody, PublicKeyCredentialRequestOptions } from "./schemas";
 
@@ -87,24 +87,40 @@ export async function passkeyRequestOptions(c: Context<AppEnv>, target: Assertio
 }
 
 /**
+ * Checks that must hold before a verified assertion counts (the account's standing, for sign-in): what it throws
+ * is thrown as it is, and then nothing is recorded.
+ */
+export type Admit = (passkey: PasskeyRow) => void | Promise<void>;
+
+/**
  * Verifies an assertion answering options that `passkeyRequestOptions` gave for the same `target`, and returns the
  * passkey, its counter and `last_used_at` updated. Throws `PasskeyRefused` otherwise. In order:
  *
- * 1. the challenge in `clientDataJSON` is spent (for this purpose and user), or the attempt ends there;
+ * 1. the challenge in `clientDataJSON` must be live for this purpose (and user);
  * 2. the credential id must name a passkey (for `mfa` and `step-up`, one of the user's) that is not suspect;
- * 3. SimpleWebAuthn checks the type, challenge, origin (ACCESS_URL's), RP id hash, user presence, user verification
- *    where required, and the signature with the stored public key; a user handle, when the authenticator gives one
- *    (it must for `login`), must be the passkey's user;
- * 4. the signature counter must have moved forward unless it is 0 on both sides (authenticators that keep none); if
+ * 3. a user handle, when the authenticator gives one (it must for `login`), must be the passkey's user;
+ * 4. SimpleWebAuthn checks the type, challenge, origin (ACCESS_URL's), RP id hash, user presence, user verification
+ *    where required, and the signature with the stored public key;
+ * 5. `admit`, if given, runs;
+ * 6. the challenge is spent (of a replay racing the original, one gets it);
+ * 7. the signature counter must have moved forward, unless it is 0 on both sides (authenticators that keep none); if
  *    not, the passkey is marked suspect, audited, and refused from then on (docs/passkeys.md, "Suspect passkeys").
+ *
+ * A refusal before step 6 changes nothing, so a wrong answer can be followed by a right one on the same challenge;
+ * a verified answer is the challenge's one use.
  */
-export async function verifyPasskeyAssertion(c: Context<AppEnv>, target: AssertionFor, response: AuthenticationResponseBody): Promise<PasskeyRow> {
+export async function verifyPasskeyAssertion(
+  c: Context<AppEnv>,
+  target: AssertionFor,
+  response: AuthenticationResponseBody,
+  admit?: Admit,
+): Promise<PasskeyRow> {
   const config = c.get("config");
   const db = dbFor(c, "write");
   const userId = target.purpose === "login" ? null : target.userId;
 
   const challenge = presentedChallenge(response.response.clientDataJSON);
-  if (challenge === undefined || !(await spendChallenge(db, challenge, target.purpose, userId))) throw new PasskeyRefused("challenge");
+  if (challenge === undefined || !(await challengeIsLive(db, challenge, target.purpose, userId))) throw new PasskeyRefused("challenge");
 
   const [passkey] = await db
     .select()
@@ -114,8 +130,7 @@ export async function verifyPasskeyAssertion(c: Context<AppEnv>, target: Asserti
   if (!passkey) throw new PasskeyRefused("unknown-credential");
   if (passkey.suspectAt !== null) throw new PasskeyRefused("suspect");
 
-  const { userHandle } = response.response;
-  const handle = userHandle ?? undefined;
+  const handle = response.response.userHandle ?? undefined;
   if (handle === undefined ? target.purpose === "login" : handle !== isoBase64URL.fromBuffer(userHandleOf(passkey.userId))) {
     throw new PasskeyRefused("not-verified");
   }
@@ -139,6 +154,9 @@ export async function verifyPasskeyAssertion(c: Context<AppEnv>, target: Asserti
     throw new PasskeyRefused("not-verified");
   });
   if (!verification.verified) throw new PasskeyRefused("not-verified");
+
+  await admit?.(passkey);
+  if (!(await spendChallenge(db, challenge, target.purpose, userId))) throw new PasskeyRefused("challenge");
 
   const { newCounter, credentialBackedUp } = verification.authenticationInfo;
   const now = nowIso();

@@ -7,8 +7,9 @@ import { nowIso, sha256Hex } from "../lib/crypto";
 
 /**
  * WebAuthn challenges (docs/passkeys.md, "Challenges"): 32 random bytes, handed out in the options and kept only as
- * SHA-256, for 5 minutes, bound to what they were issued for and to whom. The first attempt that presents one spends
- * it, whether that attempt then verifies or not, so one challenge is good for one try.
+ * SHA-256, for 5 minutes, bound to what they were issued for and to whom. A response naming one that is not live is
+ * refused before anything else is checked; a response that verifies spends it, so it is good for one ceremony. A
+ * refused response changes nothing, the challenge included.
  */
 
 export type ChallengePurpose = (typeof webauthnChallenges.$inferSelect)["purpose"];
@@ -43,21 +44,34 @@ export function presentedChallenge(clientDataJSON: string): string | undefined {
   }
 }
 
+/** Which live challenge `challenge` is, for `purpose` and `userId` (null: issued to nobody in particular). */
+async function matching(challenge: string, purpose: ChallengePurpose, userId: string | null) {
+  return and(
+    eq(webauthnChallenges.challengeHash, await sha256Hex(challenge)),
+    eq(webauthnChallenges.purpose, purpose),
+    userId === null ? isNull(webauthnChallenges.userId) : eq(webauthnChallenges.userId, userId),
+    gt(webauthnChallenges.expiresAt, nowIso()),
+  );
+}
+
+/** Whether `challenge` is live for `purpose` and `userId`: read before any signature is checked, spent only after. */
+export async function challengeIsLive(db: Database, challenge: string, purpose: ChallengePurpose, userId: string | null): Promise<boolean> {
+  const found = await db
+    .select({ challengeHash: webauthnChallenges.challengeHash })
+    .from(webauthnChallenges)
+    .where(await matching(challenge, purpose, userId))
+    .limit(1);
+  return found.length > 0;
+}
+
 /**
- * Spends `challenge` if it is live and was issued for `purpose` and `userId` (null: to nobody in particular). One
- * `DELETE … RETURNING`, so of two requests presenting the same challenge at once, exactly one gets it.
+ * Spends `challenge`, once the response carrying it has verified. One `DELETE … RETURNING`, so of two responses
+ * carrying the same challenge (a replay racing the original), exactly one gets it.
  */
 export async function spendChallenge(db: Database, challenge: string, purpose: ChallengePurpose, userId: string | null): Promise<boolean> {
   const spent = await db
     .delete(webauthnChallenges)
-    .where(
-      and(
-        eq(webauthnChallenges.challengeHash, await sha256Hex(challenge)),
-        eq(webauthnChallenges.purpose, purpose),
-        userId === null ? isNull(webauthnChallenges.userId) : eq(webauthnChallenges.userId, userId),
-        gt(webauthnChallenges.expiresAt, nowIso()),
-      ),
-    )
+    .where(await matching(challenge, purpose, userId))
     .returning({ challengeHash: webauthnChallenges.challengeHash });
   return spent.length > 0;
 }

@@ -8,6 +8,8 @@ export const PasskeyMessages = {
   registrationRefused: "The passkey could not be verified.",
   /** Detail of that 400 when the challenge is unknown, already used, expired, or was issued for something else. */
   challengeUnusable: "The challenge is unknown, used or expired: ask for new options and try again.",
+  /** Detail of that 400 when the attestation's own signature does not verify (SimpleWebAuthn answers only "not verified"). */
+  attestationUnverified: "The attestation signature does not verify.",
   alreadyRegistered: "This passkey is already registered.",
   tooManyPasskeys: "Too many passkeys.",
   tooManyPasskeysDetail: (cap: number) => `A user may hold at most ${cap} passkeys: remove one first.`,

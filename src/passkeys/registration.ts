@@ -10,7 +10,7 @@ import { badRequest, conflict } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { nowIso } from "../lib/crypto";
 import { isUniqueViolation } from "../users/service";
-import { CHALLENGE_TTL_MS, newChallenge, presentedChallenge, spendChallenge } from "./challenges";
+import { CHALLENGE_TTL_MS, challengeIsLive, newChallenge, presentedChallenge, spendChallenge } from "./challenges";
 import { PasskeyMessages } from "./messages";
 import type { addPasskeyBody, PublicKeyCredentialCreationOptions } from "./schemas";
 
@@ -93,8 +93,8 @@ const reasonOf = (error: unknown) => (error instanceof Error && error.message ? 
 
 /**
  * Verifies the authenticator's answer to the options `registrationOptions` gave `user` and stores the passkey. A
- * bad signature, origin, RP id hash or challenge, or no user verification → 400 and nothing stored; the challenge
- * is spent by the attempt either way.
+ * bad signature, origin, RP id hash or challenge, or no user verification → 400 and nothing changed, the challenge
+ * included; a verified answer spends the challenge.
  */
 export async function registerPasskey(c: Context<AppEnv>, user: UserRow, body: z.infer<typeof addPasskeyBody>): Promise<PasskeyRow> {
   const config = c.get("config");
@@ -104,9 +104,8 @@ export async function registerPasskey(c: Context<AppEnv>, user: UserRow, body: z
     throw badRequest(PasskeyMessages.tooManyPasskeys, { detail: PasskeyMessages.tooManyPasskeysDetail(PASSKEYS_MAX_PER_USER) });
   }
   const challenge = presentedChallenge(body.response.response.clientDataJSON);
-  if (challenge === undefined || !(await spendChallenge(db, challenge, "register", user.id))) {
-    throw badRequest(PasskeyMessages.registrationRefused, { detail: PasskeyMessages.challengeUnusable });
-  }
+  const unusable = () => badRequest(PasskeyMessages.registrationRefused, { detail: PasskeyMessages.challengeUnusable });
+  if (challenge === undefined || !(await challengeIsLive(db, challenge, "register", user.id))) throw unusable();
   const verification = await verifyRegistrationResponse({
     // The attachment is only a hint, and the extension results are not used: neither is passed on.
     response: {
@@ -125,8 +124,10 @@ export async function registerPasskey(c: Context<AppEnv>, user: UserRow, body: z
     const detail = reasonOf(error);
     throw badRequest(PasskeyMessages.registrationRefused, detail ? { detail } : {});
   });
-  if (!verification.verified) throw badRequest(PasskeyMessages.registrationRefused);
+  if (!verification.verified) throw badRequest(PasskeyMessages.registrationRefused, { detail: PasskeyMessages.attestationUnverified });
   const { credential, credentialDeviceType, credentialBackedUp } = verification.registrationInfo;
+  // Verified: this answer is the challenge's one use (of a replay racing it, one gets it).
+  if (!(await spendChallenge(db, challenge, "register", user.id))) throw unusable();
 
   const now = nowIso();
   const backupEligible = credentialDeviceType === "multiDevice";

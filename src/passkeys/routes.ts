@@ -7,7 +7,7 @@ import { AuthMessages } from "../auth/messages";
 import { limitPerIp, limitSensitive } from "../auth/rate-limit";
 import { refuseCrossSite, requireAuth } from "../auth/session";
 import { assertCan } from "../authz/guard";
-import { type PasskeyRow, passkeys, users } from "../db/schema";
+import { type PasskeyRow, passkeys, type UserRow, users } from "../db/schema";
 import { dbFor } from "../db/session";
 import { ApiError, forbidden, Messages, notFound } from "../http/errors";
 import { canonicalId, isUuidShaped } from "../http/ids";
@@ -104,19 +104,24 @@ export const passkeyRoutes = new Hono<AppEnv>()
     async (c) => {
       await limitPerIp(c, "passkey-login");
       const { response } = c.req.valid("json");
-      const passkey = await verifyPasskeyAssertion(c, { purpose: "login" }, response).catch((error: unknown) => {
+      const db = dbFor(c, "write");
+      let user: UserRow | undefined;
+      // As A3 after a correct password: the login type, then suspension (docs/api.md, "Signing in with a password");
+      // checked before the passkey's use is recorded, so a refused sign-in changes nothing.
+      const admit = async (passkey: PasskeyRow) => {
+        [user] = await db
+          .select()
+          .from(users)
+          .where(and(eq(users.id, passkey.userId), eq(users.deleted, false)))
+          .limit(1);
+        if (!user) throw incorrectPasskey(new PasskeyRefused("unknown-credential"));
+        if (user.loginType !== "password") throw forbidden(AuthMessages.wrongLoginType("passkey", user.loginType));
+        if (user.status === "suspended") throw new ApiError(401, AuthMessages.suspended);
+      };
+      const passkey = await verifyPasskeyAssertion(c, { purpose: "login" }, response, admit).catch((error: unknown) => {
         throw error instanceof PasskeyRefused ? incorrectPasskey(error) : error;
       });
-      const db = dbFor(c, "write");
-      const [user] = await db
-        .select()
-        .from(users)
-        .where(and(eq(users.id, passkey.userId), eq(users.deleted, false)))
-        .limit(1);
       if (!user) throw incorrectPasskey(new PasskeyRefused("unknown-credential"));
-      // As A3 after a correct password: the login type, then suspension (docs/api.md, "Signing in with a password").
-      if (user.loginType !== "password") throw forbidden(AuthMessages.wrongLoginType("passkey", user.loginType));
-      if (user.status === "suspended") throw new ApiError(401, AuthMessages.suspended);
       return c.json({ session_token: await startLoginSession(c, db, user, { method: "passkey", passkey: passkey.id }) }, 201);
     },
   )
