@@ -5,7 +5,6 @@ import { notificationMessages, notificationTemplates } from "../db/schema";
 import { inSlices } from "../db/slices";
 import type { Env, NotificationQueueMessage } from "../env";
 import { nowIso } from "../lib/crypto";
-import { purgeExpiredChallenges } from "../passkeys/challenges";
 import { dispatchMessage, kickMessages } from "./dispatch";
 import { readPaused } from "./settings";
 import { FINISHED_STATUSES, moveMessages } from "./status";
@@ -148,5 +147,4 @@ export async function handleScheduled(env: Env): Promise<void> {
   await redrive(env, STRAGGLER_AGE_MS);
   await purgeFinished(env);
   await purgePasscodeMails(env);
-  await purgeExpiredChallenges(env);
 }
