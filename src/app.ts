@@ -22,6 +22,7 @@ import { preferenceRoutes } from "./notifications/preferences";
 import { notificationRoutes } from "./notifications/routes";
 import { describeRoute } from "./openapi/describe";
 import { OpenApiDocumentSchema } from "./openapi/schemas";
+import { passkeyRoutes } from "./passkeys/routes";
 import { keyRoutes } from "./users/keys";
 import { reserveUsernames } from "./users/reserved";
 import { userRoutes } from "./users/routes";
@@ -32,6 +33,7 @@ const api = new Hono<AppEnv>()
   .route("/", authzRoutes)
   .route("/", authRoutes)
   .route("/", passwordResetRoutes)
+  .route("/", passkeyRoutes)
   .route("/", externalLoginRoutes)
   .route("/", keyRoutes)
   .route("/", inboxRoutes)

@@ -4,6 +4,7 @@ import { handleBroadcastQueue } from "./broadcasts/queue";
 import { database } from "./db/client";
 import type { BroadcastQueueMessage, Env, NotificationQueueMessage } from "./env";
 import { handleQueue, handleScheduled } from "./notifications/background";
+import { purgeExpiredChallenges } from "./passkeys/challenges";
 import { backfillSearchKeys } from "./users/search";
 
 export { UserInbox } from "./inbox/user-inbox";
@@ -26,5 +27,5 @@ export default {
     else if (isNotificationBatch(batch)) await handleQueue(batch, env, ctx);
   },
   scheduled: (_controller, env, ctx) =>
-    ctx.waitUntil(Promise.all([handleScheduled(env), broadcastHousekeeping(env), backfillSearchKeys(database(env.DB))])),
+    ctx.waitUntil(Promise.all([handleScheduled(env), broadcastHousekeeping(env), backfillSearchKeys(database(env.DB)), purgeExpiredChallenges(env)])),
 } satisfies ExportedHandler<Env, NotificationQueueMessage | BroadcastQueueMessage>;

@@ -1,7 +1,7 @@
 import { and, eq, ne, type SQL, sql } from "drizzle-orm";
 import type { BatchItem, BatchResponse } from "drizzle-orm/batch";
 import type { Database } from "../db/client";
-import { apiKeys, organizationMembers, type UserRow, userLinks, users } from "../db/schema";
+import { apiKeys, organizationMembers, passkeys, type UserRow, userLinks, users } from "../db/schema";
 import type { Env } from "../env";
 import type { Background } from "../lib/background";
 import { nowIso } from "../lib/crypto";
@@ -29,7 +29,7 @@ export interface ChangeContext {
   readonly executionCtx: Background;
 }
 
-/** Soft delete: the row stays for the audit trail; every key, membership and external link goes with the account. */
+/** Soft delete: the row stays for the audit trail; every key, passkey, membership and external link goes with the account. */
 export function deleteAccount(db: Database, userId: string): AccountChange {
   return {
     userId,
@@ -39,6 +39,8 @@ export function deleteAccount(db: Database, userId: string): AccountChange {
       db.delete(organizationMembers).where(eq(organizationMembers.userId, userId)),
       // Its external identities are free again: the same person may sign up or be linked anew.
       db.delete(userLinks).where(eq(userLinks.userId, userId)),
+      // Its passkeys too: a credential id is unique across the deployment, so the authenticator can be added anew.
+      db.delete(passkeys).where(eq(passkeys.userId, userId)),
       db.delete(apiKeys).where(eq(apiKeys.userId, userId)),
     ],
   };

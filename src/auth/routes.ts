@@ -2,23 +2,23 @@ import { eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { auditInsert } from "../audit/log";
 import { assertScope } from "../authz/guard";
-import { apiKeys, users } from "../db/schema";
+import { apiKeys } from "../db/schema";
 import { dbFor } from "../db/session";
 import { forbidden } from "../http/errors";
 import { ResponseBody } from "../http/schemas";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
 import { describeRoute, errors, RATE, SET_SESSION_COOKIE } from "../openapi/describe";
-import { commitAccountChanges, endKeys, endOldestSessions } from "./account-changes";
-import { clearSessionCookie, setSessionCookie } from "./cookies";
-import { issueKey, loginSessionLifetime } from "./keys";
+import { commitAccountChanges, endKeys } from "./account-changes";
+import { clearSessionCookie } from "./cookies";
 import { verifyLogin } from "./login";
+import { startLoginSession } from "./login-session";
 import { AuthMessages } from "./messages";
 import { authMethods, passcodeTemplateMethod } from "./methods";
 import { checkPasswordPolicy } from "./passwords/policy";
 import { limitPerAccount, limitPerIp, limitSensitive } from "./rate-limit";
 import { AuthMethods, LoginWithPasswordResponse, loginBody, ValidateUserPasswordResponse, validatePasswordBody } from "./schemas";
-import { presentedSession, refuseCrossSite, requireAuth } from "./session";
+import { refuseCrossSite, requireAuth } from "./session";
 
 /** Sign-in and session endpoints: password sign-in, logout, validate-password, and the public list of sign-in methods. */
 export const authRoutes = new Hono<AppEnv>()
@@ -66,29 +66,7 @@ export const authRoutes = new Hono<AppEnv>()
 
       const db = dbFor(c, "write");
       const user = await verifyLogin(db, email, password);
-      const session = await issueKey(db, { userId: user.id, loginType: "password", lifetimeMs: loginSessionLifetime(config) });
-      const replaced = await presentedSession(c, db);
-      // Signing in over a session this browser still holds replaces it, in the same transaction.
-      const replacing = replaced ? [endKeys(db, replaced.userId, eq(apiKeys.id, replaced.id))] : [];
-      const pruning = endOldestSessions(db, user.id, config.SESSIONS_MAX_PER_USER - 1);
-      await commitAccountChanges(
-        c,
-        db,
-        [...replacing, pruning],
-        [
-          session.insert,
-          db.update(users).set({ lastSeenAt: session.row.createdAt }).where(eq(users.id, user.id)),
-          auditInsert(db, c, {
-            userId: user.id,
-            action: "login",
-            resourceType: "api_key",
-            resourceId: session.row.id,
-            ...(replaced ? { diff: { replaced: replaced.id } } : {}),
-          }),
-        ],
-      );
-      setSessionCookie(c, config, session.token, new Date(session.row.expiresAt));
-      return c.json({ session_token: session.token }, 201);
+      return c.json({ session_token: await startLoginSession(c, db, user) }, 201);
     },
   )
   .post(

@@ -10,6 +10,8 @@ export type Config = z.output<typeof configSchema> & {
   origin: string;
   /** True when ACCESS_URL is https: cookies get `Secure` and the `__Host-` prefix. */
   secure: boolean;
+  /** The WebAuthn relying party id: ACCESS_URL's host name, without its port (docs/passkeys.md). */
+  rpId: string;
   /** EMAIL_FROM parsed, or `Herald <noreply@ACCESS_URL's host>`. */
   emailFrom: Mailbox;
   /** EMAIL_HELLO, else ACCESS_URL's host name (an IP address as an address literal, `[192.0.2.1]`). */
@@ -43,6 +45,7 @@ export function getConfig(env: Env): Config {
     ...parsed.data,
     origin: url.origin,
     secure: url.protocol === "https:",
+    rpId: host,
     emailFrom: (parsed.data.EMAIL_FROM && parseMailbox(parsed.data.EMAIL_FROM)) || {
       name: "Herald",
       address: `noreply@${ipLiteral ? "localhost" : host}`,

@@ -321,6 +321,53 @@ export const loginConversions = sqliteTable("login_conversions", {
   createdAt: timestamp("created_at").notNull(),
 });
 
+/**
+ * Passkeys (WebAuthn credentials, docs/passkeys.md). The credential id and the COSE public key are stored as the
+ * base64url the browser sent; the private key never leaves the authenticator. A credential id names one passkey in
+ * the whole deployment (the WebAuthn registration rule), so a second registration of it is refused.
+ */
+export const passkeys = sqliteTable(
+  "passkeys",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    credentialId: text("credential_id").notNull(),
+    publicKey: text("public_key").notNull(),
+    /** The authenticator's signature counter as last seen; 0 for authenticators that keep none (synced passkeys). */
+    signCount: integer("sign_count").notNull().default(0),
+    /** Transport hints for `allowCredentials` and `excludeCredentials` (JSON array). */
+    transports: text("transports", { mode: "json" }).$type<string[]>().notNull().default(sql`'[]'`),
+    name: text("name").notNull(),
+    /** The backup flags of the authenticator data: may be synced, and is backed up now (updated at each use). */
+    backupEligible: integer("backup_eligible", { mode: "boolean" }).notNull().default(false),
+    backedUp: integer("backed_up", { mode: "boolean" }).notNull().default(false),
+    createdAt: timestamp("created_at").notNull(),
+    lastUsedAt: timestamp("last_used_at"),
+    /** When its signature counter went backwards (a sign of a cloned authenticator): refused from then on. */
+    suspectAt: timestamp("suspect_at"),
+  },
+  (t) => [uniqueIndex("passkeys_credential").on(t.credentialId), index("passkeys_user").on(t.userId)],
+);
+
+/**
+ * WebAuthn challenges in flight: only the SHA-256 of the challenge is kept, bound to what it was issued for and to
+ * its user (none for passwordless sign-in). Spent by the first attempt that presents it; the cron deletes the
+ * expired ones (docs/passkeys.md, "Challenges").
+ */
+export const webauthnChallenges = sqliteTable(
+  "webauthn_challenges",
+  {
+    challengeHash: text("challenge_hash").primaryKey(),
+    purpose: text("purpose", { enum: ["register", "login", "mfa", "step-up"] }).notNull(),
+    userId: text("user_id"),
+    expiresAt: timestamp("expires_at").notNull(),
+    createdAt: timestamp("created_at").notNull(),
+  },
+  (t) => [index("webauthn_challenges_expiry").on(t.expiresAt)],
+);
+
 export type UserRow = typeof users.$inferSelect;
 export type TemplateRow = typeof notificationTemplates.$inferSelect;
 export type MessageRow = typeof notificationMessages.$inferSelect;
@@ -328,3 +375,4 @@ export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type OrganizationRow = typeof organizations.$inferSelect;
 export type BroadcastRow = typeof broadcasts.$inferSelect;
 export type AuditLogInsert = typeof auditLogs.$inferInsert;
+export type PasskeyRow = typeof passkeys.$inferSelect;

@@ -16,6 +16,7 @@ type Tag =
   | "Meta"
   | "Authorization"
   | "Sign-in"
+  | "Passkeys"
   | "External sign-in"
   | "Users"
   | "API keys"

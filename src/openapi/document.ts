@@ -376,6 +376,7 @@ export function buildOpenApiDocument(routes: readonly RouterRoute[], options: Do
       { name: "Meta", description: "The page at `/`, health and this document." },
       { name: "Authorization", description: "Scopes and authorization checks." },
       { name: "Sign-in", description: "Password sign-in, logout, sign-in methods and password reset by one-time passcode." },
+      { name: "Passkeys", description: "Adding, listing and removing passkeys (WebAuthn), and passwordless sign-in with one (docs/passkeys.md)." },
       { name: "External sign-in", description: "OpenID Connect and GitHub sign-in, and converting a password login to one." },
       { name: "Users", description: "Accounts: the first owner, users, roles, status and passwords." },
       { name: "API keys", description: "Login sessions and named API tokens." },

@@ -12,16 +12,24 @@ import { quiesce } from "../fixtures/d1-state";
 import { ACCEPTED_UNITS, REFUSED_EVERYWHERE, REFUSED_IN_A_LINE } from "../fixtures/display-text";
 import { stateChecks } from "../fixtures/stored-state";
 import { call, createUser, json, owner, type TestUser } from "../helpers";
+import { creationOptions, SoftAuthenticator } from "../passkeys/authenticator";
 
 const checks = stateChecks("all");
 
 let admin: { token: string; id: string };
 let member: TestUser;
 let unique = 0;
+/**
+ * Who adds the passkeys: a passkey's body answers that user's own creation options, which are limited to 10 a minute
+ * per user, so the requests take turns among three users.
+ */
+let enrollers: TestUser[] = [];
+let enrolled = 0;
+let enroller: TestUser | undefined;
 
 beforeAll(async () => {
   admin = await owner();
-  member = await createUser();
+  [member, ...enrollers] = await Promise.all([createUser(), createUser(), createUser(), createUser()]);
   await quiesce(2);
 });
 
@@ -33,7 +41,8 @@ interface Field {
   method: "POST";
   path: string;
   token: () => string;
-  body: (text: string) => Record<string, unknown>;
+  /** The request's body around the text, made before `token` is read (adding a passkey answers new options). */
+  body: (text: string) => Record<string, unknown> | Promise<Record<string, unknown>>;
   /** Whether text outside ASCII is accepted (token names are letters, digits, space, `_ . -`). */
   unicode: boolean;
   /** The success status, and the stored text read back after it. */
@@ -129,6 +138,21 @@ const FIELDS: Field[] = [
     unicode: false,
     success: 201,
   },
+  {
+    name: "POST /users/{user}/passkeys",
+    field: "name",
+    lines: "single",
+    method: "POST",
+    path: "/users/me/passkeys",
+    token: () => enroller?.token ?? "",
+    body: async (name) => {
+      enroller = enrollers[enrolled++ % enrollers.length];
+      return { name, response: await (await SoftAuthenticator.create()).register(await creationOptions(enroller?.token ?? "")) };
+    },
+    unicode: true,
+    success: 201,
+    stored: async (res) => (await json<{ name: string }>(res)).name,
+  },
 ];
 
 const ASCII_UNITS = ACCEPTED_UNITS.filter((u) => /^[a-zA-Z0-9 _.-]$/.test(u));
@@ -145,7 +169,8 @@ describe("a refused character anywhere → 400 naming the field, nothing stored"
       fc.asyncProperty(accepted(f), fc.nat(), refused(f), async (units, at, c) => {
         const i = 1 + (at % units.length);
         const text = [...units.slice(0, i), c, ...units.slice(i)].join("");
-        const error = await checks.rejectedWithoutChange(() => call(f.method, f.path, { token: f.token(), body: f.body(text) }), {
+        const body = await f.body(text);
+        const error = await checks.rejectedWithoutChange(() => call(f.method, f.path, { token: f.token(), body }), {
           status: 400,
         });
         expect([Messages.validation, NotificationsMessages.invalidCustomBody]).toContain(error.message);
@@ -161,7 +186,8 @@ describe("accepted text is stored as sent", () => {
     await fc.assert(
       fc.asyncProperty(accepted(f), async (units) => {
         const text = units.join(f.lines === "multi" ? "\n" : "");
-        const res = await call(f.method, f.path, { token: f.token(), body: f.body(text), headers: { "Idempotency-Key": crypto.randomUUID() } });
+        const body = await f.body(text);
+        const res = await call(f.method, f.path, { token: f.token(), body, headers: { "Idempotency-Key": crypto.randomUUID() } });
         expect(res.status, await res.clone().text()).toBe(f.success);
         if (f.stored) expect(await f.stored(res)).toBe(text);
       }),

@@ -1,0 +1,159 @@
+import { generateRegistrationOptions, verifyRegistrationResponse } from "@simplewebauthn/server";
+import { isoBase64URL, isoUint8Array } from "@simplewebauthn/server/helpers";
+import { count, eq } from "drizzle-orm";
+import type { Context } from "hono";
+import type * as z from "zod";
+import { auditInsert } from "../audit/log";
+import { type PasskeyRow, passkeys, type UserRow } from "../db/schema";
+import { dbFor } from "../db/session";
+import { badRequest, conflict } from "../http/errors";
+import type { AppEnv } from "../http/types";
+import { nowIso } from "../lib/crypto";
+import { isUniqueViolation } from "../users/service";
+import { CHALLENGE_TTL_MS, challengeIsLive, newChallenge, presentedChallenge, spendChallenge } from "./challenges";
+import { PasskeyMessages } from "./messages";
+import type { addPasskeyBody, PublicKeyCredentialCreationOptions } from "./schemas";
+
+/**
+ * Adding a passkey (docs/passkeys.md, "Adding a passkey"): the creation options, then the authenticator's answer
+ * verified by SimpleWebAuthn against this deployment's relying party (ACCESS_URL) and the challenge, and stored.
+ */
+
+/** How many passkeys one user may hold (docs/security.md, "What one user can make Herald hold"). */
+export const PASSKEYS_MAX_PER_USER = 20;
+
+/** COSE algorithm ids: ES256 (ECDSA P-256 with SHA-256) and RS256 (RSASSA-PKCS1-v1_5 with SHA-256). */
+const PASSKEY_ALGORITHMS = [-7, -257];
+
+/** Transports WebAuthn defines; any other hint a browser sends is dropped rather than stored. */
+const TRANSPORTS = new Set(["usb", "nfc", "ble", "smart-card", "hybrid", "internal", "cable"]);
+
+/** What the relying party says about itself in the options. */
+const RP_NAME = "Herald";
+
+/** The WebAuthn user handle: the user's id, so a discoverable credential names its account without any personal data. */
+export const userHandleOf = (userId: string) => isoUint8Array.fromUTF8String(userId);
+
+const knownTransports = (transports: readonly string[] | undefined): string[] => (transports ?? []).filter((t) => TRANSPORTS.has(t));
+
+/**
+ * Creation options for `user`: a discoverable credential (so it can sign in without a password) with user
+ * verification required, attestation `none`, ES256 or RS256, and the user's passkeys excluded.
+ */
+export async function registrationOptions(c: Context<AppEnv>, user: UserRow): Promise<z.input<typeof PublicKeyCredentialCreationOptions>> {
+  const config = c.get("config");
+  const db = dbFor(c, "write");
+  const held = await db
+    .select({ credentialId: passkeys.credentialId, transports: passkeys.transports })
+    .from(passkeys)
+    .where(eq(passkeys.userId, user.id));
+  const challenge = await newChallenge(db, "register", user.id);
+  const options = await generateRegistrationOptions({
+    rpName: RP_NAME,
+    rpID: config.rpId,
+    // What the authenticator shows in its account list: the e-mail Herald's users sign in with, else the username.
+    userName: user.email || user.username,
+    userDisplayName: user.name || user.username,
+    userID: userHandleOf(user.id),
+    challenge: challenge.bytes,
+    timeout: CHALLENGE_TTL_MS,
+    attestationType: "none",
+    excludeCredentials: held.map((p) => ({ id: p.credentialId, transports: p.transports })),
+    authenticatorSelection: { residentKey: "required", userVerification: "required" },
+    supportedAlgorithmIDs: PASSKEY_ALGORITHMS,
+  });
+  await challenge.insert;
+  return {
+    challenge: options.challenge,
+    rp: { name: options.rp.name, id: options.rp.id ?? config.rpId },
+    user: options.user,
+    pubKeyCredParams: options.pubKeyCredParams.map(({ alg, type }) => ({ alg, type })),
+    timeout: options.timeout ?? CHALLENGE_TTL_MS,
+    attestation: "none",
+    excludeCredentials: (options.excludeCredentials ?? []).map(({ id, transports }) => ({
+      id,
+      type: "public-key" as const,
+      transports: transports ?? [],
+    })),
+    authenticatorSelection: { residentKey: "required", requireResidentKey: true, userVerification: "required" },
+    extensions: { credProps: true },
+    hints: options.hints ?? [],
+  };
+}
+
+/** A name for a passkey added without one: what kind of authenticator holds it, as far as its flags tell. */
+function defaultName(backupEligible: boolean, attachment: string | null | undefined): string {
+  if (backupEligible) return "Synced passkey";
+  if (attachment === "cross-platform") return "Security key";
+  return "Passkey";
+}
+
+/** The reason SimpleWebAuthn gives for a refusal, for the 400's detail: it names what did not match, never a secret. */
+const reasonOf = (error: unknown) => (error instanceof Error && error.message ? error.message : undefined);
+
+/**
+ * Verifies the authenticator's answer to the options `registrationOptions` gave `user` and stores the passkey. A
+ * bad signature, origin, RP id hash or challenge, or no user verification → 400 and nothing changed, the challenge
+ * included; a verified answer spends the challenge.
+ */
+export async function registerPasskey(c: Context<AppEnv>, user: UserRow, body: z.infer<typeof addPasskeyBody>): Promise<PasskeyRow> {
+  const config = c.get("config");
+  const db = dbFor(c, "write");
+  const [held] = await db.select({ n: count() }).from(passkeys).where(eq(passkeys.userId, user.id));
+  if ((held?.n ?? 0) >= PASSKEYS_MAX_PER_USER) {
+    throw badRequest(PasskeyMessages.tooManyPasskeys, { detail: PasskeyMessages.tooManyPasskeysDetail(PASSKEYS_MAX_PER_USER) });
+  }
+  const challenge = presentedChallenge(body.response.response.clientDataJSON);
+  const unusable = () => badRequest(PasskeyMessages.registrationRefused, { detail: PasskeyMessages.challengeUnusable });
+  if (challenge === undefined || !(await challengeIsLive(db, challenge, "register", user.id))) throw unusable();
+  const verification = await verifyRegistrationResponse({
+    // The attachment is only a hint, and the extension results are not used: neither is passed on.
+    response: {
+      id: body.response.id,
+      rawId: body.response.rawId,
+      type: body.response.type,
+      response: body.response.response,
+      clientExtensionResults: {},
+    },
+    expectedChallenge: challenge,
+    expectedOrigin: config.origin,
+    expectedRPID: config.rpId,
+    requireUserVerification: true,
+    supportedAlgorithmIDs: PASSKEY_ALGORITHMS,
+  }).catch((error: unknown) => {
+    const detail = reasonOf(error);
+    throw badRequest(PasskeyMessages.registrationRefused, detail ? { detail } : {});
+  });
+  if (!verification.verified) throw badRequest(PasskeyMessages.registrationRefused, { detail: PasskeyMessages.attestationUnverified });
+  const { credential, credentialDeviceType, credentialBackedUp } = verification.registrationInfo;
+  // Verified: this answer is the challenge's one use (of a replay racing it, one gets it).
+  if (!(await spendChallenge(db, challenge, "register", user.id))) throw unusable();
+
+  const now = nowIso();
+  const backupEligible = credentialDeviceType === "multiDevice";
+  const row: PasskeyRow = {
+    id: crypto.randomUUID(),
+    userId: user.id,
+    credentialId: credential.id,
+    publicKey: isoBase64URL.fromBuffer(credential.publicKey),
+    signCount: credential.counter,
+    transports: knownTransports(body.response.response.transports),
+    name: body.name ?? defaultName(backupEligible, body.response.authenticatorAttachment),
+    backupEligible,
+    backedUp: credentialBackedUp,
+    createdAt: now,
+    lastUsedAt: null,
+    suspectAt: null,
+  };
+  try {
+    await db.batch([
+      db.insert(passkeys).values(row),
+      auditInsert(db, c, { action: "create", resourceType: "passkey", resourceId: row.id, diff: { owner: user.id, name: row.name } }),
+    ]);
+  } catch (error) {
+    // The credential id is already one of this deployment's passkeys, this user's or another's (WebAuthn's rule).
+    if (isUniqueViolation(error)) throw conflict(PasskeyMessages.alreadyRegistered);
+    throw error;
+  }
+  return row;
+}

@@ -1,0 +1,253 @@
+import { isoBase64URL, isoCBOR } from "@simplewebauthn/server/helpers";
+import { expect } from "vitest";
+import { call, json } from "../helpers";
+
+/**
+ * A software authenticator for the passkey tests (docs/passkeys.md): a key pair made here with WebCrypto (ES256 or
+ * RS256), answering Herald's options the way a browser and an authenticator would — clientDataJSON, authenticator
+ * data (RP id hash, flags, signature counter, and on registration the attested credential data with the COSE public
+ * key), attestation `none` (or `packed` self-attestation), and assertions signed over authenticatorData ‖
+ * SHA-256(clientDataJSON). Every part can be bent, one at a time, to make the answer Herald must refuse.
+ */
+
+export type Algorithm = "ES256" | "RS256";
+
+/** The JSON Herald's creation options carry (the parts used here). */
+export interface CreationOptions {
+  challenge: string;
+  rp: { id: string; name: string };
+  user: { id: string; name: string; displayName: string };
+  excludeCredentials: { id: string }[];
+  authenticatorSelection: { userVerification: string; residentKey: string };
+  pubKeyCredParams: { alg: number }[];
+  timeout: number;
+}
+
+/** The JSON Herald's request options carry (the parts used here). */
+export interface RequestOptions {
+  challenge: string;
+  rpId: string;
+  allowCredentials: { id: string }[];
+  userVerification: string;
+}
+
+/** What a test may bend in an answer; anything left out is what a real authenticator would send. */
+export interface Bend {
+  origin?: string;
+  /** The RP id whose hash goes into the authenticator data. */
+  rpId?: string;
+  challenge?: string;
+  type?: string;
+  /** User present and user verified flags. */
+  up?: boolean;
+  uv?: boolean;
+  /** The counter to report instead of the next one. */
+  counter?: number;
+  /** Flip a bit of the signature (an assertion's, or a packed attestation's). */
+  badSignature?: boolean;
+  /** The user handle to send instead of the one registered; `null` for none. */
+  userHandle?: string | null;
+}
+
+const ORIGIN = "http://localhost:8787";
+const FLAG = { up: 0x01, uv: 0x04, be: 0x08, bs: 0x10, at: 0x40 } as const;
+const COSE = { kty: 1, alg: 3, crvOrN: -1, xOrE: -2, y: -3 } as const;
+
+const utf8 = (text: string) => new Uint8Array(new TextEncoder().encode(text));
+const sha256 = async (bytes: Uint8Array<ArrayBuffer>) => new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+
+function concat(...parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+const uint32 = (n: number) => new Uint8Array([(n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff]);
+
+/** One DER INTEGER from an unsigned big-endian value: leading zeros dropped, a zero added when the top bit is set. */
+function derInteger(bytes: Uint8Array): Uint8Array {
+  let start = 0;
+  while (start < bytes.length - 1 && bytes[start] === 0) start++;
+  let value = bytes.slice(start);
+  if ((value[0] ?? 0) & 0x80) value = concat(new Uint8Array([0]), value);
+  return concat(new Uint8Array([0x02, value.length]), value);
+}
+
+/** WebCrypto's ECDSA signature is r ‖ s; WebAuthn's is their DER SEQUENCE. */
+function derSignature(raw: Uint8Array): Uint8Array<ArrayBuffer> {
+  const body = concat(derInteger(raw.slice(0, 32)), derInteger(raw.slice(32)));
+  return concat(new Uint8Array([0x30, body.length]), body);
+}
+
+const PARAMS = {
+  ES256: { generate: { name: "ECDSA", namedCurve: "P-256" }, sign: { name: "ECDSA", hash: "SHA-256" }, cose: -7 },
+  RS256: {
+    generate: { name: "RSASSA-PKCS1-v1_5", modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: "SHA-256" },
+    sign: { name: "RSASSA-PKCS1-v1_5" },
+    cose: -257,
+  },
+} as const;
+
+export class SoftAuthenticator {
+  /** The signature counter; `counting: false` keeps it at 0, as synced passkeys do. */
+  counter = 0;
+  /** The user handle stored with the credential at registration (base64url). */
+  userHandle: string | undefined;
+
+  private constructor(
+    readonly algorithm: Algorithm,
+    readonly credentialId: string,
+    private readonly keys: CryptoKeyPair,
+    private readonly counting: boolean,
+    private readonly backup: boolean,
+  ) {}
+
+  static async create(algorithm: Algorithm = "ES256", options: { counting?: boolean; backup?: boolean } = {}): Promise<SoftAuthenticator> {
+    const keys = (await crypto.subtle.generateKey(PARAMS[algorithm].generate, true, ["sign", "verify"])) as CryptoKeyPair;
+    const id = isoBase64URL.fromBuffer(crypto.getRandomValues(new Uint8Array(32)));
+    return new SoftAuthenticator(algorithm, id, keys, options.counting ?? true, options.backup ?? false);
+  }
+
+  /** The credential public key as a COSE_Key (RFC 9053), CBOR-encoded. */
+  private async coseKey(): Promise<Uint8Array> {
+    const jwk = (await crypto.subtle.exportKey("jwk", this.keys.publicKey)) as JsonWebKey;
+    const b = (s: string | undefined) => isoBase64URL.toBuffer(s ?? "");
+    const entries: [number, number | Uint8Array][] =
+      this.algorithm === "ES256"
+        ? [
+            [COSE.kty, 2],
+            [COSE.alg, -7],
+            [COSE.crvOrN, 1],
+            [COSE.xOrE, b(jwk.x)],
+            [COSE.y, b(jwk.y)],
+          ]
+        : [
+            [COSE.kty, 3],
+            [COSE.alg, -257],
+            [COSE.crvOrN, b(jwk.n)],
+            [COSE.xOrE, b(jwk.e)],
+          ];
+    return isoCBOR.encode(new Map(entries));
+  }
+
+  private async sign(data: Uint8Array<ArrayBuffer>, bend: Bend): Promise<Uint8Array<ArrayBuffer>> {
+    const raw = new Uint8Array(await crypto.subtle.sign(PARAMS[this.algorithm].sign, this.keys.privateKey, data));
+    const signature = this.algorithm === "ES256" ? derSignature(raw) : raw;
+    if (bend.badSignature) signature[signature.length - 1] = (signature[signature.length - 1] ?? 0) ^ 0x01;
+    return signature;
+  }
+
+  private flags(bend: Bend, extra: number): number {
+    let flags = extra;
+    if (bend.up ?? true) flags |= FLAG.up;
+    if (bend.uv ?? true) flags |= FLAG.uv;
+    if (this.backup) flags |= FLAG.be | FLAG.bs;
+    return flags;
+  }
+
+  private nextCounter(bend: Bend): number {
+    if (bend.counter !== undefined) return bend.counter;
+    if (this.counting) this.counter += 1;
+    return this.counter;
+  }
+
+  private clientData(type: string, challenge: string, bend: Bend): Uint8Array<ArrayBuffer> {
+    return utf8(
+      JSON.stringify({ type: bend.type ?? type, challenge: bend.challenge ?? challenge, origin: bend.origin ?? ORIGIN, crossOrigin: false }),
+    );
+  }
+
+  /** `navigator.credentials.create()` answering `options`, as RegistrationResponseJSON. */
+  async register(options: CreationOptions, bend: Bend = {}, attestation: "none" | "packed" = "none") {
+    this.userHandle = options.user.id;
+    const rpIdHash = await sha256(utf8(bend.rpId ?? options.rp.id));
+    const credentialId = isoBase64URL.toBuffer(this.credentialId);
+    const counter = this.nextCounter(bend);
+    const attested = concat(
+      new Uint8Array(16),
+      new Uint8Array([credentialId.length >> 8, credentialId.length & 0xff]),
+      credentialId,
+      await this.coseKey(),
+    );
+    const authData = concat(rpIdHash, new Uint8Array([this.flags(bend, FLAG.at)]), uint32(counter), attested);
+    const clientDataJSON = this.clientData("webauthn.create", options.challenge, bend);
+    const attStmt =
+      attestation === "none"
+        ? new Map()
+        : new Map<string, number | Uint8Array>([
+            ["alg", PARAMS[this.algorithm].cose],
+            ["sig", await this.sign(concat(authData, await sha256(clientDataJSON)), bend)],
+          ]);
+    const attestationObject = isoCBOR.encode(
+      new Map<string, string | Uint8Array | Map<string, number | Uint8Array>>([
+        ["fmt", attestation],
+        ["attStmt", attStmt],
+        ["authData", authData],
+      ]),
+    );
+    return {
+      id: this.credentialId,
+      rawId: this.credentialId,
+      response: {
+        clientDataJSON: isoBase64URL.fromBuffer(clientDataJSON),
+        attestationObject: isoBase64URL.fromBuffer(attestationObject),
+        transports: ["internal", "hybrid"],
+      },
+      authenticatorAttachment: "platform",
+      clientExtensionResults: { credProps: { rk: true } },
+      type: "public-key",
+    };
+  }
+
+  /** `navigator.credentials.get()` answering `options`, as AuthenticationResponseJSON. */
+  async assert(options: RequestOptions, bend: Bend = {}) {
+    const rpIdHash = await sha256(utf8(bend.rpId ?? options.rpId));
+    const authData = concat(rpIdHash, new Uint8Array([this.flags(bend, 0)]), uint32(this.nextCounter(bend)));
+    const clientDataJSON = this.clientData("webauthn.get", options.challenge, bend);
+    const signature = await this.sign(concat(authData, await sha256(clientDataJSON)), bend);
+    const userHandle = bend.userHandle === undefined ? this.userHandle : bend.userHandle;
+    return {
+      id: this.credentialId,
+      rawId: this.credentialId,
+      response: {
+        clientDataJSON: isoBase64URL.fromBuffer(clientDataJSON),
+        authenticatorData: isoBase64URL.fromBuffer(authData),
+        signature: isoBase64URL.fromBuffer(signature),
+        ...(userHandle === null || userHandle === undefined ? {} : { userHandle }),
+      },
+      authenticatorAttachment: "platform",
+      clientExtensionResults: {},
+      type: "public-key",
+    };
+  }
+}
+
+/** Creation options for the caller (`POST /users/me/passkeys/options`). */
+export async function creationOptions(token: string): Promise<CreationOptions> {
+  const res = await call("POST", "/users/me/passkeys/options", { token });
+  expect(res.status, await res.clone().text()).toBe(200);
+  return json<CreationOptions>(res);
+}
+
+/** Adds `authenticator` as a passkey of the caller; answers the response (201 unless the test bent something). */
+export async function addPasskey(token: string, authenticator: SoftAuthenticator, body: { name?: string; bend?: Bend } = {}): Promise<Response> {
+  const registration = await authenticator.register(await creationOptions(token), body.bend);
+  return call("POST", "/users/me/passkeys", { token, body: { ...(body.name === undefined ? {} : { name: body.name }), response: registration } });
+}
+
+/** Request options for passwordless sign-in (`POST /users/login/passkey/options`). */
+export async function loginOptions(): Promise<RequestOptions> {
+  const res = await call("POST", "/users/login/passkey/options");
+  expect(res.status, await res.clone().text()).toBe(200);
+  return json<RequestOptions>(res);
+}
+
+/** Signs in with `authenticator`, passwordless; answers the response (201 unless the test bent something). */
+export async function passkeySignIn(authenticator: SoftAuthenticator, bend: Bend = {}, headers: Record<string, string> = {}): Promise<Response> {
+  const assertion = await authenticator.assert(await loginOptions(), bend);
+  return call("POST", "/users/login/passkey", { body: { response: assertion }, headers });
+}
