@@ -1,4 +1,4 @@
-import type { AuthenticationResponseJSON, PublicKeyCredentialRequestOptionsJSON } from "@simplewebauthn/browser";
+import type { AuthenticationResponseJSON } from "@simplewebauthn/browser";
 import { useEffect, useState } from "preact/hooks";
 import { api, call } from "../api";
 import { getPasskey, passkeyFromAutofill, stopPasskeyPrompt } from "../passkey";
@@ -15,8 +15,8 @@ const EXTERNAL = {
 };
 
 /** A passwordless sign-in's challenge (POST /users/login/passkey/options: any of the person's passkeys). */
-async function passkeyOptions(): Promise<PublicKeyCredentialRequestOptionsJSON> {
-  return (await call(api.users.login.passkey.options.$post(), { quiet401: true })) as PublicKeyCredentialRequestOptionsJSON;
+async function passkeyOptions() {
+  return await call(api.users.login.passkey.options.$post(), { quiet401: true });
 }
 
 /** Sends the chosen passkey's answer; the API answers the session cookie, as a password sign-in does. */
