@@ -1,4 +1,5 @@
 import { app } from "./app";
+import { purgeExpiredChallenges } from "./auth/mfa/challenge";
 import { BROADCAST_DEAD_LETTER_QUEUE, BROADCAST_QUEUE, broadcastHousekeeping } from "./broadcasts/fanout";
 import { handleBroadcastQueue } from "./broadcasts/queue";
 import { database } from "./db/client";
@@ -26,5 +27,7 @@ export default {
     else if (isNotificationBatch(batch)) await handleQueue(batch, env, ctx);
   },
   scheduled: (_controller, env, ctx) =>
-    ctx.waitUntil(Promise.all([handleScheduled(env), broadcastHousekeeping(env), backfillSearchKeys(database(env.DB))])),
+    ctx.waitUntil(
+      Promise.all([handleScheduled(env), broadcastHousekeeping(env), backfillSearchKeys(database(env.DB)), purgeExpiredChallenges(database(env.DB))]),
+    ),
 } satisfies ExportedHandler<Env, NotificationQueueMessage | BroadcastQueueMessage>;
