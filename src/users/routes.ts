@@ -259,9 +259,9 @@ export const userRoutes = new Hono<AppEnv>()
         return c.json(toUserResponse(auth.user, Object.keys(auth.orgRoles)), 200);
       }
       const user = await resolveUser(c, c.req.param("user"));
-      assertCan(c, "read", { type: "user", ownerId: user.id });
       // Reading oneself is what MFA_REQUIRED_ROLES leaves open (docs/second-factor.md); reading others is not.
       if (user.id !== auth.user.id) await assertSecondFactorPolicy(c);
+      assertCan(c, "read", { type: "user", ownerId: user.id });
       return c.json(await userResponse(dbFor(c, "read"), user), 200);
     },
   )

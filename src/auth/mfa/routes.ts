@@ -188,9 +188,9 @@ export const mfaRoutes = new Hono<AppEnv>()
     requireAuthToEnrol,
     async (c) => {
       const user = await resolveUser(c, c.req.param("user"));
-      assertCan(c, "read_personal", { type: "user", ownerId: user.id });
       // Reading oneself is what MFA_REQUIRED_ROLES leaves open; reading others is not.
       if (user.id !== c.get("auth").user.id) await assertSecondFactorPolicy(c);
+      assertCan(c, "read_personal", { type: "user", ownerId: user.id });
       // A factor enrolled a moment ago is found even where a replica has not seen it yet (docs/consistency.md).
       const factors = (await readFresh(c, (db) => factorsOf(db, user.id), hasSecondFactor)) ?? { totp: false, passkeys: 0, recoveryCodes: 0 };
       return c.json(
