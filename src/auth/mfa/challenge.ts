@@ -11,7 +11,7 @@ import { nowIso, randomAlphanumeric, sha256Hex, timingSafeEqualText } from "../.
  */
 
 const TTL_MS = 5 * 60 * 1000;
-export const MAX_CHALLENGE_ATTEMPTS = 5;
+const MAX_CHALLENGE_ATTEMPTS = 5;
 const TOKEN_PATTERN = /^([0-9A-Za-z]{16})-([0-9A-Za-z]{32})$/;
 
 export interface ChallengeStart {
@@ -47,28 +47,31 @@ export interface OpenedChallenge extends ChallengeStart {
 
 /**
  * Spends one try of the challenge `token` names and answers it with its user, or undefined when the token is
- * malformed, unknown, expired, out of tries, or its secret is wrong (compared in constant time). One round trip.
+ * malformed, unknown, expired or out of tries. The secret is compared (in constant time) before a try is spent, so a
+ * wrong secret spends none; the try itself is taken atomically, so parallel guesses cannot exceed the budget.
  */
 export async function spendChallengeTry(db: Database, token: string): Promise<OpenedChallenge | undefined> {
   const parsed = TOKEN_PATTERN.exec(token);
   const id = parsed?.[1];
   const secret = parsed?.[2];
   if (!id || !secret) return undefined;
-  const [spent, owners] = await db.batch([
-    db
-      .update(mfaChallenges)
-      .set({ attempts: sql`${mfaChallenges.attempts} + 1` })
-      .where(and(eq(mfaChallenges.id, id), lt(mfaChallenges.attempts, MAX_CHALLENGE_ATTEMPTS), gt(mfaChallenges.expiresAt, nowIso())))
-      .returning(),
+  const [found, owners] = await db.batch([
+    db.select().from(mfaChallenges).where(eq(mfaChallenges.id, id)),
     db
       .select()
       .from(users)
       .where(inArray(users.id, db.select({ userId: mfaChallenges.userId }).from(mfaChallenges).where(eq(mfaChallenges.id, id)))),
   ]);
-  const row = spent[0];
+  const row = found[0];
   const user = owners[0];
   if (!row || !user || user.deleted) return undefined;
   if (!timingSafeEqualText(await sha256Hex(secret), row.hashedSecret)) return undefined;
+  const spent = await db
+    .update(mfaChallenges)
+    .set({ attempts: sql`${mfaChallenges.attempts} + 1` })
+    .where(and(eq(mfaChallenges.id, id), lt(mfaChallenges.attempts, MAX_CHALLENGE_ATTEMPTS), gt(mfaChallenges.expiresAt, nowIso())))
+    .returning({ id: mfaChallenges.id });
+  if (spent.length === 0) return undefined;
   return { id: row.id, userId: row.userId, loginType: row.loginType, methods: row.methods, user };
 }
 
