@@ -351,7 +351,7 @@ export const userTotp = sqliteTable("user_totp", {
 });
 
 /**
- * Recovery codes: ten per set, each usable once. 80 random bits each, stored as SHA-256 of the code bound to its user:
+ * Recovery codes: ten per set, each usable once. 120 random bits each, stored as SHA-256 of the code bound to its user:
  * no server key, so they still work after SECRET_KEY is rotated (docs/second-factor.md, "Recovery").
  */
 export const recoveryCodes = sqliteTable(

@@ -142,7 +142,7 @@ async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query:
 /**
  * The dashboard's second-factor page: `<ACCESS_URL origin>/#/second-factor?mfa_token=…&methods=…&redirect=…`. All in
  * the fragment, which never reaches a server or a log; the page finishes with `POST /users/login/mfa` and then goes
- * to `redirect`, already made safe by `safeRedirect` (docs/dashboard.md).
+ * to `redirect`, already made safe by `safeRedirect` (docs/second-factor.md, "Signing in").
  */
 function secondFactorPage(origin: string, token: string, methods: readonly string[], redirect: string): string {
   return `${origin}/#/second-factor?mfa_token=${token}&methods=${methods.join(",")}&redirect=${encodeURIComponent(redirect)}`;

@@ -8,6 +8,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { AuthMessages } from "../../src/auth/messages";
 import { MfaMessages } from "../../src/auth/mfa/messages";
+import { issuePasscode } from "../../src/auth/otp";
+import { getConfig } from "../../src/config/config";
+import { database } from "../../src/db/client";
 import { Messages } from "../../src/http/errors";
 import { call, createUser, expectError, json, owner, type TestUser } from "../helpers";
 import { codeAt, type Enrolled, enrolTotp, forgetUsedStep, passwordStep } from "./mfa-helpers";
@@ -73,7 +76,7 @@ describe('enrolling an authenticator app (docs/second-factor.md, "Authenticator 
     expect(confirmed.status).toBe(200);
     const { recovery_codes } = await json<{ recovery_codes: string[] }>(confirmed);
     expect(recovery_codes).toHaveLength(10);
-    for (const code of recovery_codes) expect(code).toMatch(/^[0-9a-hjkmnp-tv-z]{4}(-[0-9a-hjkmnp-tv-z]{4}){3}$/);
+    for (const code of recovery_codes) expect(code).toMatch(/^[0-9a-hjkmnp-tv-z]{4}(-[0-9a-hjkmnp-tv-z]{4}){5}$/);
     expect(new Set(recovery_codes).size).toBe(10);
     expect(await status(user.token)).toEqual({ totp: true, passkeys: 0, recovery_codes_left: 10, required: false });
 
@@ -292,6 +295,17 @@ describe('removing the app, and new recovery codes (docs/second-factor.md, "Reco
   it("recovery codes need a factor to stand in for", async () => {
     const user = await createUser();
     await expectError(await call("POST", "/users/me/mfa/recovery-codes", { token: user.token }), 400, MfaMessages.noFactorForCodes);
+  });
+
+  it("a password reset by passcode (A4) leaves the factor on: the next sign-in still asks for it", async () => {
+    const user = await enrolled();
+    const code = await issuePasscode(database(env.DB), getConfig(env), user.id);
+    const password = `Another-${crypto.randomUUID()}`;
+    const reset = await call("POST", "/users/otp/change-password", { body: { email: user.email, one_time_passcode: code, password } });
+    expect(reset.status).toBe(204);
+    const res = await call("POST", "/users/login", { body: { email: user.email, password } });
+    expect(res.status).toBe(200);
+    expect(await json(res)).toMatchObject({ mfa_required: true });
   });
 
   it("still work when SECRET_KEY changed and the app's secret no longer opens", async () => {

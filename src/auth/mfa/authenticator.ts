@@ -21,7 +21,7 @@ export type TotpRow = typeof userTotp.$inferSelect;
  * The issuer an authenticator app shows beside the code: ACCESS_URL's host name, so two deployments (or a phishing
  * copy of one) never look alike in the app, with nothing more to configure.
  */
-export function totpIssuer(config: Config): string {
+function totpIssuer(config: Config): string {
   return new URL(config.ACCESS_URL).hostname;
 }
 

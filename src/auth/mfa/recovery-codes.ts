@@ -4,15 +4,15 @@ import { recoveryCodes } from "../../db/schema";
 import { nowIso, sha256Hex, timingSafeEqualText } from "../../lib/crypto";
 
 /**
- * Recovery codes (docs/second-factor.md, "Recovery"): ten at a time, shown once, each usable once. Each is 16 symbols
- * of Crockford's base32 (80 bits from the CSPRNG), written `xxxx-xxxx-xxxx-xxxx`. Only SHA-256 of the code bound to
- * its user is stored: 80 random bits are beyond any offline search, so no server key is needed, and the codes keep
- * working when SECRET_KEY is rotated — they are how a user gets back in when the authenticator app's secret cannot be
- * opened any more.
+ * Recovery codes (docs/second-factor.md, "Recovery"): ten at a time, shown once, each usable once. Each is 24 symbols
+ * of Crockford's base32 (120 bits from the CSPRNG), written in six groups of four. Only SHA-256 of the code bound to
+ * its user is stored: at 112 bits and more a plain hash is enough (ASVS 6.5.2), so no server key is needed and the
+ * codes keep working when SECRET_KEY is rotated — they are how a user gets back in when the authenticator app's
+ * secret cannot be opened any more.
  */
 
 const CODES_PER_SET = 10;
-const SYMBOLS = 16;
+const SYMBOLS = 24;
 /** Crockford's base32: no I, L, O or U, so a code read aloud or copied by hand survives. 32 symbols, 5 bits each. */
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
 

@@ -8,7 +8,7 @@ import { MfaMessages } from "./messages";
 /** A one-time code as typed: 6 digits from the app, or a recovery code (spaces and hyphens allowed). */
 const code = described("A 6-digit code from the authenticator app, or a recovery code.", z.string().min(1).max(64));
 
-export const SecondFactorMethod = z.enum(["totp", "passkey", "recovery_code"]);
+const SecondFactorMethod = z.enum(["totp", "passkey", "recovery_code"]);
 
 export const LoginMfaRequiredResponse = named(
   "LoginMfaRequiredResponse",
