@@ -46,11 +46,11 @@ export interface OpenedChallenge extends ChallengeStart {
 }
 
 /**
- * Spends one try of the challenge `token` names and answers it with its user, or undefined when the token is
- * malformed, unknown, expired or out of tries. The secret is compared (in constant time) before a try is spent, so a
- * wrong secret spends none; the try itself is taken atomically, so parallel guesses cannot exceed the budget.
+ * The live challenge `token` names, with its user, or undefined when the token is malformed, unknown, expired, out of
+ * tries, or its secret is wrong (compared in constant time). Spends nothing: a step that checks a code spends a try
+ * first ({@link spendChallengeTry}). One round trip.
  */
-export async function spendChallengeTry(db: Database, token: string): Promise<OpenedChallenge | undefined> {
+export async function findChallenge(db: Database, token: string): Promise<OpenedChallenge | undefined> {
   const parsed = TOKEN_PATTERN.exec(token);
   const id = parsed?.[1];
   const secret = parsed?.[2];
@@ -66,13 +66,22 @@ export async function spendChallengeTry(db: Database, token: string): Promise<Op
   const user = owners[0];
   if (!row || !user || user.deleted) return undefined;
   if (!timingSafeEqualText(await sha256Hex(secret), row.hashedSecret)) return undefined;
+  if (row.attempts >= MAX_CHALLENGE_ATTEMPTS || Date.parse(row.expiresAt) <= Date.now()) return undefined;
+  return { id: row.id, userId: row.userId, loginType: row.loginType, methods: row.methods, user };
+}
+
+/**
+ * Takes one try from a challenge {@link findChallenge} found, atomically: false when it ran out of tries or time
+ * meanwhile, so parallel guesses never get more than 5 between them. A wrong secret never gets this far, so it spends
+ * none of the owner's tries.
+ */
+export async function spendChallengeTry(db: Database, challenge: OpenedChallenge): Promise<boolean> {
   const spent = await db
     .update(mfaChallenges)
     .set({ attempts: sql`${mfaChallenges.attempts} + 1` })
-    .where(and(eq(mfaChallenges.id, id), lt(mfaChallenges.attempts, MAX_CHALLENGE_ATTEMPTS), gt(mfaChallenges.expiresAt, nowIso())))
+    .where(and(eq(mfaChallenges.id, challenge.id), lt(mfaChallenges.attempts, MAX_CHALLENGE_ATTEMPTS), gt(mfaChallenges.expiresAt, nowIso())))
     .returning({ id: mfaChallenges.id });
-  if (spent.length === 0) return undefined;
-  return { id: row.id, userId: row.userId, loginType: row.loginType, methods: row.methods, user };
+  return spent.length > 0;
 }
 
 /** Uses the challenge up: of two uses at once, one returns its row. */

@@ -20,7 +20,7 @@ import { refuseCrossSite, requireAuth, requireAuthToEnrol } from "../session";
 import { startSession } from "../sign-in";
 import { requireRecentAuth } from "../step-up";
 import { acceptableStep, acceptStep, beginTotp, removeTotp, totpOf } from "./authenticator";
-import { consumeChallenge, spendChallengeTry } from "./challenge";
+import { consumeChallenge, findChallenge, spendChallengeTry } from "./challenge";
 import { factorsOf, hasSecondFactor, removeAllFactors } from "./factors";
 import { MfaMessages } from "./messages";
 import { assertSecondFactorPolicy, secondFactorRequired } from "./policy";
@@ -77,10 +77,11 @@ export const mfaRoutes = new Hono<AppEnv>()
       // The limits of password sign-in, shared with it: a second step gives no guesses of its own (docs/security.md).
       await limitPerIp(c, "login");
       const db = dbFor(c, "write");
-      const challenge = await spendChallengeTry(db, mfaToken);
+      const challenge = await findChallenge(db, mfaToken);
       if (!challenge) throw new ApiError(401, MfaMessages.signInExpired);
       const { user } = challenge;
       await limitPerAccount(c, "login", user.email || user.id);
+      if (!(await spendChallengeTry(db, challenge))) throw new ApiError(401, MfaMessages.signInExpired);
       if (user.status === "suspended") throw new ApiError(401, AuthMessages.suspended);
       if (user.loginType !== challenge.loginType) throw new ApiError(401, MfaMessages.signInExpired);
       const factors = await factorsOf(db, user.id);
