@@ -1,24 +1,22 @@
-import { eq, ne, sql } from "drizzle-orm";
+import { ne } from "drizzle-orm";
 import { type Context, Hono } from "hono";
 import { auditInsert } from "../../audit/log";
 import { assertCan, assertScope } from "../../authz/guard";
-import { type AuthMethod, apiKeys, type UserRow, users } from "../../db/schema";
+import { apiKeys, type UserRow } from "../../db/schema";
 import { dbFor, readFresh } from "../../db/session";
 import { ApiError, badRequest, conflict, forbidden, Messages } from "../../http/errors";
 import type { AppEnv } from "../../http/types";
 import { jsonBody } from "../../http/validate";
-import { nowIso } from "../../lib/crypto";
 import { describeRoute, errors, NO_BODY, noPermission, RATE, SET_SESSION_COOKIE, USER_404 } from "../../openapi/describe";
 import { resolveUser } from "../../users/resolve";
 import { userPath } from "../../users/schemas";
 import { changeFactors, commitAccountChanges, endKeys } from "../account-changes";
 import { AuthMessages } from "../messages";
-import { verifyPassword } from "../passwords/hash";
 import { limitPerAccount, limitPerIp, limitSensitive } from "../rate-limit";
 import { LoginWithPasswordResponse } from "../schemas";
 import { refuseCrossSite, requireAuth, requireAuthToEnrol } from "../session";
 import { startSession } from "../sign-in";
-import { requireRecentAuth } from "../step-up";
+import { checkStepUp, recordStepUp, requireRecentAuth } from "../step-up";
 import { acceptableStep, acceptStep, beginTotp, removeTotp, totpOf } from "./authenticator";
 import { consumeChallenge, findChallenge, spendChallengeTry } from "./challenge";
 import { factorsOf, hasSecondFactor, removeAllFactors } from "./factors";
@@ -74,7 +72,7 @@ export const mfaRoutes = new Hono<AppEnv>()
     jsonBody(loginMfaBody),
     async (c) => {
       const { mfa_token: mfaToken, code } = c.req.valid("json");
-      // The limits of password sign-in, shared with it: a second step gives no guesses of its own (docs/security.md).
+      // The limits of password sign-in, shared with it: a second step gives no guesses of its own (docs/second-factor.md, "Signing in").
       await limitPerIp(c, "login");
       const db = dbFor(c, "write");
       const challenge = await findChallenge(db, mfaToken);
@@ -131,45 +129,11 @@ export const mfaRoutes = new Hono<AppEnv>()
       if (key.loginType === "token") throw badRequest(MfaMessages.sessionsOnly);
       await limitSensitive(c, "step-up");
       const db = dbFor(c, "write");
-      const factors = await factorsOf(db, user.id);
-      let amr: AuthMethod;
-      let method: string;
-      if (hasSecondFactor(factors)) {
-        if (body.code === undefined)
-          throw badRequest(MfaMessages.useSecondFactor, { validations: [{ field: "password", detail: MfaMessages.useSecondFactor }] });
-        const checked = await checkSecondFactor(db, c.get("config"), user.id, factors, { code: body.code });
-        if (!checked || (await checked.use).length === 0) throw codeRefused(MfaMessages.incorrectCode);
-        amr = checked.amr;
-        method = checked.method;
-      } else {
-        if (body.password === undefined)
-          throw badRequest(MfaMessages.usePassword, { validations: [{ field: "code", detail: MfaMessages.usePassword }] });
-        if (user.loginType !== "password") throw badRequest(MfaMessages.signInAgainToConfirm);
-        const [row] = await db.select({ hashedPassword: users.hashedPassword }).from(users).where(eq(users.id, user.id));
-        if (!(await verifyPassword(row?.hashedPassword, body.password)).valid) {
-          throw badRequest(MfaMessages.incorrectPassword, {
-            validations: [{ field: "password", detail: MfaMessages.incorrectPassword }],
-            event: "authentication_failed",
-          });
-        }
-        amr = "pwd";
-        method = "password";
-      }
-      const authTime = nowIso();
+      const proof = await checkStepUp(db, c.get("config"), user, body);
       await db.batch([
-        db
-          .update(apiKeys)
-          .set({
-            authTime,
-            // The method joins those the session records, once.
-            authMethods: sql`CASE WHEN EXISTS (SELECT 1 FROM json_each(${apiKeys.authMethods}) WHERE value = ${amr}) THEN ${apiKeys.authMethods} ELSE json_insert(${apiKeys.authMethods}, '$[#]', ${amr}) END`,
-          })
-          .where(eq(apiKeys.id, key.id)),
-        auditInsert(db, c, { action: "step_up", resourceType: "api_key", resourceId: key.id, diff: { method } }),
+        recordStepUp(db, key, proof.amr),
+        auditInsert(db, c, { action: "step_up", resourceType: "api_key", resourceId: key.id, diff: { method: proof.method } }),
       ]);
-      // This isolate's copy of the key (it may be the cached one) knows at once.
-      key.authTime = authTime;
-      if (!key.authMethods.includes(amr)) key.authMethods = [...key.authMethods, amr];
       return c.body(null, 204);
     },
   )
