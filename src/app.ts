@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { H, RouterRoute } from "hono/types";
 import * as z from "zod";
+import { mfaRoutes } from "./auth/mfa/routes";
 import { passwordResetRoutes } from "./auth/password-reset";
 import { onRevocation } from "./auth/revocation";
 import { authRoutes } from "./auth/routes";
@@ -32,6 +33,7 @@ import { staticAsset, webRoutes } from "./web/routes";
 const api = new Hono<AppEnv>()
   .route("/", authzRoutes)
   .route("/", authRoutes)
+  .route("/", mfaRoutes)
   .route("/", passwordResetRoutes)
   .route("/", passkeyRoutes)
   .route("/", externalLoginRoutes)

@@ -42,6 +42,8 @@ export interface Env {
   TOKEN_MAX_LIFETIME?: string;
   TOKEN_MAX_PER_USER?: string;
   EMBED_SIGNING_KEYS?: string;
+  STEP_UP_MAX_AGE?: string;
+  MFA_REQUIRED_ROLES?: string;
   PASSWORD_AUTH_DISABLED?: string;
   OTP_TTL?: string;
   CORS_ALLOWED_ORIGINS?: string;

@@ -1,10 +1,11 @@
 import { app } from "./app";
+import { purgeExpiredMfaChallenges } from "./auth/mfa/challenge";
 import { BROADCAST_DEAD_LETTER_QUEUE, BROADCAST_QUEUE, broadcastHousekeeping } from "./broadcasts/fanout";
 import { handleBroadcastQueue } from "./broadcasts/queue";
 import { database } from "./db/client";
 import type { BroadcastQueueMessage, Env, NotificationQueueMessage } from "./env";
 import { handleQueue, handleScheduled } from "./notifications/background";
-import { purgeExpiredChallenges } from "./passkeys/challenges";
+import { purgeExpiredPasskeyChallenges } from "./passkeys/challenges";
 import { backfillSearchKeys } from "./users/search";
 
 export { UserInbox } from "./inbox/user-inbox";
@@ -27,5 +28,13 @@ export default {
     else if (isNotificationBatch(batch)) await handleQueue(batch, env, ctx);
   },
   scheduled: (_controller, env, ctx) =>
-    ctx.waitUntil(Promise.all([handleScheduled(env), broadcastHousekeeping(env), backfillSearchKeys(database(env.DB)), purgeExpiredChallenges(env)])),
+    ctx.waitUntil(
+      Promise.all([
+        handleScheduled(env),
+        broadcastHousekeeping(env),
+        backfillSearchKeys(database(env.DB)),
+        purgeExpiredMfaChallenges(database(env.DB)),
+        purgeExpiredPasskeyChallenges(database(env.DB)),
+      ]),
+    ),
 } satisfies ExportedHandler<Env, NotificationQueueMessage | BroadcastQueueMessage>;

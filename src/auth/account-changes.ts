@@ -1,10 +1,11 @@
 import { and, eq, ne, type SQL, sql } from "drizzle-orm";
 import type { BatchItem, BatchResponse } from "drizzle-orm/batch";
 import type { Database } from "../db/client";
-import { apiKeys, organizationMembers, passkeys, type UserRow, userLinks, users } from "../db/schema";
+import { apiKeys, organizationMembers, type UserRow, userLinks, users } from "../db/schema";
 import type { Env } from "../env";
 import type { Background } from "../lib/background";
 import { nowIso } from "../lib/crypto";
+import { removeAllFactors } from "./mfa/factors";
 import { announceRevocation, type Revocation } from "./revocation";
 
 /**
@@ -39,8 +40,8 @@ export function deleteAccount(db: Database, userId: string): AccountChange {
       db.delete(organizationMembers).where(eq(organizationMembers.userId, userId)),
       // Its external identities are free again: the same person may sign up or be linked anew.
       db.delete(userLinks).where(eq(userLinks.userId, userId)),
-      // Its passkeys too: a credential id is unique across the deployment, so the authenticator can be added anew.
-      db.delete(passkeys).where(eq(passkeys.userId, userId)),
+      // Its second factors too: an authenticator app's secret is not kept for an account that is gone.
+      ...removeAllFactors(db, userId),
       db.delete(apiKeys).where(eq(apiKeys.userId, userId)),
     ],
   };
@@ -84,6 +85,14 @@ export function convertLogin(db: Database, userId: string, loginType: UserRow["l
       db.delete(apiKeys).where(eq(apiKeys.userId, userId)),
     ],
   };
+}
+
+/**
+ * A second factor added or removed, or new recovery codes (docs/second-factor.md): credentials live on, but what was
+ * cached about the user — whether they have a factor, which MFA_REQUIRED_ROLES asks — is stale.
+ */
+export function changeFactors(userId: string, statements: readonly BatchItem<"sqlite">[]): AccountChange {
+  return { userId, ends: "user-facts", statements };
 }
 
 /** Ends the user's keys that `which` selects (all of them when omitted): logout, key deletion, ending sessions. */

@@ -1,6 +1,15 @@
 import type { ApiKeyRow, UserRow } from "../db/schema";
 
 /**
+ * Facts about a key's user that a route works out on first need and the entry keeps for its life, so they are
+ * forgotten with it (a revocation, AUTH_CACHE_TTL): whether the user has a second factor, for the MFA_REQUIRED_ROLES
+ * policy (src/auth/mfa/policy.ts).
+ */
+export interface AuthMemo {
+  hasSecondFactor?: boolean;
+}
+
+/**
  * What authentication loaded for a key, kept in the isolate for AUTH_CACHE_TTL so a hot path does not pay a D1
  * round trip per request. The secret is still checked on every request: against the secret this isolate last
  * verified for the key (constant time), else against the stored hash.
@@ -14,6 +23,7 @@ export interface CachedKey {
   user: UserRow;
   orgRoles: Record<string, string[]>;
   loadedAt: number;
+  memo: AuthMemo;
   /**
    * The secret that was last found to match `key.hashedSecret` in this isolate (docs/security.md,
    * "Trade-offs"). A request presenting the same secret again is compared with it in constant time instead of hashing the

@@ -1,7 +1,7 @@
 import { inArray } from "drizzle-orm";
 import type { Config } from "../config/config";
 import type { Database } from "../db/client";
-import { type ApiKeyRow, apiKeys } from "../db/schema";
+import { type ApiKeyRow, type AuthMethod, apiKeys } from "../db/schema";
 import { inSlices } from "../db/slices";
 import { nowIso } from "../lib/crypto";
 import { generateToken } from "./tokens";
@@ -14,6 +14,8 @@ export interface IssueKeyInput {
   notAfter?: number;
   scopes?: string[];
   tokenName?: string | null;
+  /** A login session: what its user proved to start it (its `auth_time` is now). */
+  methods?: AuthMethod[];
 }
 
 /** How long a new login session lasts: its sliding lifetime, within its absolute one. */
@@ -40,6 +42,9 @@ export async function issueKey(db: Database, input: IssueKeyInput) {
     createdAt: nowIso(now),
     updatedAt: nowIso(now),
     lastUsed: nowIso(now),
+    // API tokens have no authentication time: their scopes govern them, never step-up (docs/second-factor.md).
+    authTime: input.loginType === "token" ? null : nowIso(now),
+    authMethods: input.loginType === "token" ? [] : (input.methods ?? []),
   };
   return { token, row, insert: db.insert(apiKeys).values(row) };
 }

@@ -12,13 +12,16 @@ import { describeRoute, errors, RATE, SET_SESSION_COOKIE } from "../openapi/desc
 import { commitAccountChanges, endKeys } from "./account-changes";
 import { clearSessionCookie } from "./cookies";
 import { verifyLogin } from "./login";
-import { startLoginSession } from "./login-session";
 import { AuthMessages } from "./messages";
 import { authMethods, passcodeTemplateMethod } from "./methods";
+import { issueChallenge } from "./mfa/challenge";
+import { factorsOf, hasSecondFactor, secondFactorMethods } from "./mfa/factors";
+import { LoginMfaRequiredResponse } from "./mfa/schemas";
 import { checkPasswordPolicy } from "./passwords/policy";
 import { limitPerAccount, limitPerIp, limitSensitive } from "./rate-limit";
 import { AuthMethods, LoginWithPasswordResponse, loginBody, ValidateUserPasswordResponse, validatePasswordBody } from "./schemas";
-import { refuseCrossSite, requireAuth } from "./session";
+import { refuseCrossSite, requireAuth, requireAuthToEnrol } from "./session";
+import { startSession } from "./sign-in";
 
 /** Sign-in and session endpoints: password sign-in, logout, validate-password, and the public list of sign-in methods. */
 export const authRoutes = new Hono<AppEnv>()
@@ -46,6 +49,11 @@ export const authRoutes = new Hono<AppEnv>()
           schema: LoginWithPasswordResponse,
           headers: SET_SESSION_COOKIE,
         },
+        {
+          status: 200,
+          description: "The password was right and the user has a second factor: no session and no cookie yet. Finish with `POST /users/login/mfa`.",
+          schema: LoginMfaRequiredResponse,
+        },
       ],
       errors: errors(
         {
@@ -66,7 +74,25 @@ export const authRoutes = new Hono<AppEnv>()
 
       const db = dbFor(c, "write");
       const user = await verifyLogin(db, email, password);
-      return c.json({ session_token: await startLoginSession(c, db, user) }, 201);
+      // Only after the password's verdict: an unknown e-mail and a wrong password do no work this one skips
+      // (docs/security.md, "Timing: existing account vs unknown e-mail").
+      const factors = await factorsOf(db, user.id);
+      if (hasSecondFactor(factors)) {
+        const challenge = await issueChallenge(db, { userId: user.id, loginType: "password", methods: ["pwd"] });
+        await db.batch([
+          challenge.insert,
+          auditInsert(db, c, {
+            userId: user.id,
+            action: "login_second_factor_asked",
+            resourceType: "user",
+            resourceId: user.id,
+            diff: { login_type: "password" },
+          }),
+        ]);
+        return c.json({ mfa_required: true as const, mfa_token: challenge.token, methods: secondFactorMethods(factors) }, 200);
+      }
+      const token = await startSession(c, db, { userId: user.id, loginType: "password", methods: ["pwd"] });
+      return c.json({ session_token: token }, 201);
     },
   )
   .post(
@@ -79,7 +105,7 @@ export const authRoutes = new Hono<AppEnv>()
       scope: "api_key:delete",
       responses: [{ status: 200, description: `\`${AuthMessages.loggedOut}\``, schema: ResponseBody, headers: SET_SESSION_COOKIE }],
     }),
-    requireAuth,
+    requireAuthToEnrol,
     async (c) => {
       // Logging out deletes the calling key: a narrowed token needs api_key:delete for it, like any key deletion.
       assertScope(c, "api_key", "delete");

@@ -11,8 +11,9 @@ import type { AppEnv } from "../http/types";
 import { nowIso, timingSafeEqualShort, timingSafeEqualText } from "../lib/crypto";
 import { readSessionCookie } from "./cookies";
 import { EMBED_SCOPES, type EmbedClaims, isEmbedToken, verifyEmbedToken } from "./embed-token";
-import { type CachedKey, cachedKey, rememberKey } from "./key-cache";
+import { type AuthMemo, type CachedKey, cachedKey, rememberKey } from "./key-cache";
 import { AuthMessages } from "./messages";
+import { assertSecondFactorPolicy } from "./mfa/policy";
 import { hashTokenSecret, type ParsedToken, parseToken } from "./tokens";
 
 const SESSION_HEADER = "Service-Session-Token";
@@ -34,6 +35,8 @@ export interface AuthContext {
   orgRoles: Record<string, string[]>;
   subject: Subject;
   source: CredentialSource;
+  /** Kept with the cached key: what routes work out about the user once (src/auth/key-cache.ts). */
+  memo: AuthMemo;
 }
 
 interface Credential {
@@ -162,8 +165,10 @@ async function authenticateEmbed(c: Context<AppEnv>, credential: Credential, now
     createdAt: issued,
     updatedAt: issued,
     lastUsed: issued,
+    authTime: null,
+    authMethods: [],
   };
-  return { user, key, orgRoles: loaded.orgRoles, subject: subjectFor(user, loaded.orgRoles, key.scopes), source: credential.source };
+  return { user, key, orgRoles: loaded.orgRoles, subject: subjectFor(user, loaded.orgRoles, key.scopes), source: credential.source, memo: {} };
 }
 
 function subjectFor(user: AuthUser, orgRoles: Record<string, string[]>, scopes: readonly string[]): Subject {
@@ -193,9 +198,9 @@ async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
   // A cache miss hashes the secret once, for the replica's check in loadFresh and for the one below.
   const digest = cached ? undefined : await hashTokenSecret(parsed.secret);
   const loaded = digest === undefined ? undefined : await loadFresh(c, parsed, digest, upgrading || ttl === 0, now);
-  const found: CachedKey | undefined = cached ?? (loaded && { ...loaded, loadedAt: now });
+  const found: CachedKey | undefined = cached ?? (loaded && { ...loaded, loadedAt: now, memo: {} });
   if (!found || found.user.deleted) throw unauthorized(AuthMessages.badCredential);
-  const { key, user: userRow, orgRoles } = found;
+  const { key, user: userRow, orgRoles, memo } = found;
   // The secret this isolate already verified for this key, compared in constant time; otherwise its hash, once.
   const verified = found.verifiedSecret !== undefined && timingSafeEqualShort(found.verifiedSecret, parsed.secret);
   if (!verified) {
@@ -223,7 +228,7 @@ async function authenticate(c: Context<AppEnv>): Promise<AuthContext> {
   }
 
   const { hashedPassword: _omit, ...user } = userRow;
-  return { user, key, orgRoles, subject: subjectFor(user, orgRoles, key.scopes), source: credential.source };
+  return { user, key, orgRoles, subject: subjectFor(user, orgRoles, key.scopes), source: credential.source, memo };
 }
 
 /** A login session the browser signed in with before, as found by {@link presentedSession}. */
@@ -273,18 +278,32 @@ export const refuseCrossSite = createMiddleware<AppEnv>(async (c, next) => {
 });
 
 /**
- * Requires a valid credential. A cookie is sent by the browser on its own, so a cookie-authenticated request that
- * changes state (or upgrades to a WebSocket) must also prove where it comes from: an allowed `Origin` (docs/api.md, Conventions).
+ * A valid credential. A cookie is sent by the browser on its own, so a cookie-authenticated request that changes state
+ * (or upgrades to a WebSocket) must also prove where it comes from: an allowed `Origin` (docs/api.md, Conventions).
+ * With `policy`, a user whom MFA_REQUIRED_ROLES asks for a second factor and who has none is refused too.
  */
-export const requireAuth = createMiddleware<AppEnv>(async (c, next) => {
-  const auth = await authenticate(c);
-  const upgrading = c.req.header("Upgrade")?.toLowerCase() === "websocket";
-  if (auth.source === "cookie" && (!SAFE_METHODS.has(c.req.method) || upgrading)) {
-    const origin = c.req.header("Origin");
-    if (!origin || !isAllowedOrigin(c, origin)) {
-      throw forbidden(Messages.forbidden, AuthMessages.cookieNeedsOrigin);
+function authMiddleware(policy: boolean) {
+  return createMiddleware<AppEnv>(async (c, next) => {
+    const auth = await authenticate(c);
+    const upgrading = c.req.header("Upgrade")?.toLowerCase() === "websocket";
+    if (auth.source === "cookie" && (!SAFE_METHODS.has(c.req.method) || upgrading)) {
+      const origin = c.req.header("Origin");
+      if (!origin || !isAllowedOrigin(c, origin)) {
+        throw forbidden(Messages.forbidden, AuthMessages.cookieNeedsOrigin);
+      }
     }
-  }
-  c.set("auth", auth);
-  await next();
-});
+    c.set("auth", auth);
+    if (policy) await assertSecondFactorPolicy(c);
+    await next();
+  });
+}
+
+/** Requires a valid credential, and a second factor where MFA_REQUIRED_ROLES asks for one: every authenticated route but the few below. */
+export const requireAuth = authMiddleware(true);
+
+/**
+ * Requires a valid credential only: the routes a user must still reach to meet MFA_REQUIRED_ROLES — reading
+ * themself, their second factors, enrolling one, stepping up to enrol, signing out (docs/second-factor.md, "Requiring
+ * a second factor"). A route that also acts on other users calls `assertSecondFactorPolicy` for them itself.
+ */
+export const requireAuthToEnrol = authMiddleware(false);

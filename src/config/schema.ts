@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { EMBED_KEY_ID } from "../auth/embed-token";
+import { SITE_ROLES, type SiteRoleName } from "../authz/roles";
 import { parseMailbox } from "../notifications/email/address";
 import { parseDuration } from "./duration";
 
@@ -99,6 +100,31 @@ export const configSchema = z
     WATCH_MAX_PER_USER: z.coerce.number().int().min(1).max(10_000).default(50),
     /** Keys that sign embed tokens (docs/embed.md, "Signed embed tokens"); empty: no embed token is accepted. */
     EMBED_SIGNING_KEYS: embedSigningKeys,
+    /**
+     * How recent a login session's last authentication must be for the actions that ask for it: adding or removing a
+     * factor, new recovery codes, API tokens, deleting a user, site roles, ending sessions (docs/second-factor.md,
+     * "Step-up").
+     */
+    STEP_UP_MAX_AGE: duration("10m"),
+    /**
+     * Site roles whose holders must have a second factor: without one they may sign in, read themselves, enrol one and
+     * sign out, and nothing else (docs/second-factor.md, "Requiring a second factor"). `member` means every user.
+     */
+    MFA_REQUIRED_ROLES: z
+      .string()
+      .default("")
+      .transform((text, ctx) => {
+        const roles = text
+          .split(",")
+          .map((role) => role.trim())
+          .filter((role) => role !== "");
+        for (const role of roles) {
+          if (!Object.hasOwn(SITE_ROLES, role)) {
+            ctx.addIssue({ code: "custom", message: `"${role}" is not a site role: use ${Object.keys(SITE_ROLES).join(", ")}` });
+          }
+        }
+        return [...new Set(roles)] as SiteRoleName[];
+      }),
     PASSWORD_AUTH_DISABLED: bool(false),
     OTP_TTL: duration("10m"),
     CORS_ALLOWED_ORIGINS: z

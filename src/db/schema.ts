@@ -87,12 +87,24 @@ export const apiKeys = sqliteTable(
     createdAt: timestamp("created_at").notNull(),
     updatedAt: timestamp("updated_at").notNull(),
     lastUsed: timestamp("last_used").notNull(),
+    /**
+     * A login session's last authentication: when the user last proved who they are (sign-in or step-up), checked by
+     * the actions that need a recent one (docs/second-factor.md, "Step-up"). Null for API tokens, which their scopes
+     * govern instead.
+     */
+    authTime: timestamp("auth_time"),
+    /** How the session's user proved it, in order of first use: `pwd`, `otp`, `passkey`, `oidc`, `github` (JSON array). */
+    authMethods: text("auth_methods", { mode: "json" }).$type<AuthMethod[]>().notNull().default(sql`'[]'`),
   },
   (t) => [
     index("api_keys_user").on(t.userId),
     uniqueIndex("api_keys_user_token_name").on(t.userId, t.tokenName).where(sql`${t.tokenName} IS NOT NULL`),
   ],
 );
+
+/** What a login session's user proved to start it or to step up (RFC 8176's names): a password, a one-time code, a passkey, a provider. */
+export const AUTH_METHODS = ["pwd", "otp", "passkey", "oidc", "github"] as const;
+export type AuthMethod = (typeof AUTH_METHODS)[number];
 
 export const auditLogs = sqliteTable(
   "audit_logs",
@@ -366,6 +378,63 @@ export const webauthnChallenges = sqliteTable(
     createdAt: timestamp("created_at").notNull(),
   },
   (t) => [index("webauthn_challenges_expiry").on(t.expiresAt)],
+);
+
+/**
+ * A user's authenticator app (docs/second-factor.md): one per user, pending until a first code confirms it. The
+ * shared secret must be read back to check codes, so it is sealed (AES-GCM under a key derived from SECRET_KEY for
+ * this purpose only), never hashed.
+ */
+export const userTotp = sqliteTable("user_totp", {
+  userId: text("user_id")
+    .primaryKey()
+    .references(() => users.id),
+  secretSealed: text("secret_sealed").notNull(),
+  /** Null while pending: the app is on once a code has confirmed it. */
+  confirmedAt: timestamp("confirmed_at"),
+  /** The last 30-second time step whose code was accepted: that step's code, and any earlier one, is refused. */
+  lastStep: integer("last_step"),
+  createdAt: timestamp("created_at").notNull(),
+});
+
+/**
+ * Recovery codes: ten per set, each usable once. 120 random bits each, stored as SHA-256 of the code bound to its user:
+ * no server key, so they still work after SECRET_KEY is rotated (docs/second-factor.md, "Recovery").
+ */
+export const recoveryCodes = sqliteTable(
+  "recovery_codes",
+  {
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    codeHash: text("code_hash").notNull(),
+    usedAt: timestamp("used_at"),
+    createdAt: timestamp("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.codeHash] })],
+);
+
+/**
+ * A sign-in waiting for its second factor (`mfa_token`): the first step (a password, a provider) has been proved.
+ * `<id>-<secret>`, only the secret's SHA-256 stored; lives 5 minutes, used once, dead after 5 wrong codes.
+ */
+export const mfaChallenges = sqliteTable(
+  "mfa_challenges",
+  {
+    id: text("id").primaryKey(),
+    hashedSecret: text("hashed_secret").notNull(),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    /** The login type of the session the challenge ends in. */
+    loginType: text("login_type", { enum: ["password", "oidc", "github"] }).notNull(),
+    /** What the first step proved (`pwd`, `oidc` or `github`). */
+    methods: text("methods", { mode: "json" }).$type<AuthMethod[]>().notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    expiresAt: timestamp("expires_at").notNull(),
+    createdAt: timestamp("created_at").notNull(),
+  },
+  (t) => [index("mfa_challenges_user").on(t.userId), index("mfa_challenges_expiry").on(t.expiresAt)],
 );
 
 export type UserRow = typeof users.$inferSelect;

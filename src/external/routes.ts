@@ -1,16 +1,15 @@
-import { eq } from "drizzle-orm";
 import { type Context, Hono } from "hono";
 import * as client from "openid-client";
 import { auditInsert } from "../audit/log";
-import { commitAccountChanges, endKeys, endOldestSessions } from "../auth/account-changes";
-import { setSessionCookie } from "../auth/cookies";
-import { issueKey, loginSessionLifetime } from "../auth/keys";
 import { AuthMessages } from "../auth/messages";
+import { issueChallenge } from "../auth/mfa/challenge";
+import { factorsOf, hasSecondFactor, secondFactorMethods } from "../auth/mfa/factors";
 import { verifyPassword } from "../auth/passwords/hash";
 import { limitPerAccount, limitPerIp } from "../auth/rate-limit";
-import { presentedSession, requireAuth } from "../auth/session";
+import { requireAuth } from "../auth/session";
+import { startSession } from "../auth/sign-in";
 import { assertCan } from "../authz/guard";
-import { apiKeys, loginConversions } from "../db/schema";
+import { loginConversions } from "../db/schema";
 import { dbFor } from "../db/session";
 import { ApiError, badRequest, forbidden, Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
@@ -118,29 +117,35 @@ async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query:
 
   const user = flow.merge ? await completeConversion(c, provider.type, identity, flow.merge) : await resolveExternalUser(c, provider.type, identity);
   const db = dbFor(c, "write");
-  const session = await issueKey(db, { userId: user.id, loginType: provider.type, lifetimeMs: loginSessionLifetime(config) });
-  const replaced = await presentedSession(c, db);
-  const replacing = replaced ? [endKeys(db, replaced.userId, eq(apiKeys.id, replaced.id))] : [];
-  const pruning = endOldestSessions(db, user.id, config.SESSIONS_MAX_PER_USER - 1);
-  await commitAccountChanges(
-    c,
-    db,
-    [...replacing, pruning],
-    [
-      session.insert,
-      auditInsert(db, c, {
-        userId: user.id,
-        action: "login",
-        resourceType: "api_key",
-        resourceId: session.row.id,
-        diff: { login_type: provider.type, ...(replaced ? { replaced: replaced.id } : {}) },
-      }),
-    ],
-  );
-  setSessionCookie(c, config, session.token, new Date(session.row.expiresAt));
   clearSignedCookie(c, config, FLOW_COOKIE);
   if (flow.merge) clearSignedCookie(c, config, CONVERSION_COOKIE);
+  // A user with a second factor is not signed in yet: the dashboard asks for it (docs/second-factor.md, "Signing in").
+  const factors = await factorsOf(db, user.id);
+  if (hasSecondFactor(factors)) {
+    const challenge = await issueChallenge(db, { userId: user.id, loginType: provider.type, methods: [provider.type] });
+    await db.batch([
+      challenge.insert,
+      auditInsert(db, c, {
+        userId: user.id,
+        action: "login_second_factor_asked",
+        resourceType: "user",
+        resourceId: user.id,
+        diff: { login_type: provider.type },
+      }),
+    ]);
+    return c.redirect(secondFactorPage(config.origin, challenge.token, secondFactorMethods(factors), flow.redirect), 302);
+  }
+  await startSession(c, db, { userId: user.id, loginType: provider.type, methods: [provider.type], diff: { login_type: provider.type } });
   return c.redirect(flow.redirect, 302);
+}
+
+/**
+ * The dashboard's second-factor page: `<ACCESS_URL origin>/#/second-factor?mfa_token=…&methods=…&redirect=…`. All in
+ * the fragment, which never reaches a server or a log; the page finishes with `POST /users/login/mfa` and then goes
+ * to `redirect`, already made safe by `safeRedirect` (docs/second-factor.md, "Signing in").
+ */
+function secondFactorPage(origin: string, token: string, methods: readonly string[], redirect: string): string {
+  return `${origin}/#/second-factor?mfa_token=${token}&methods=${methods.join(",")}&redirect=${encodeURIComponent(redirect)}`;
 }
 
 /** Both callbacks: without `code` (or `error`) they start the provider flow, with it they finish it. */
@@ -159,13 +164,14 @@ function describeCallback(operationId: string, provider: string) {
     operationId,
     summary: `${provider} sign-in callback`,
     description:
-      "Without `code` or `error`, starts the provider flow (state, nonce and PKCE in a signed cookie) and redirects to the provider; with `oidc_merge_state` it continues a convert-login. With `code` or `error`, finishes the flow: the provider's verified e-mail signs in (or, if allowed, signs up) a user of this login type, or completes the conversion; a session cookie is set and the browser is redirected to `redirect`.",
+      "Without `code` or `error`, starts the provider flow (state, nonce and PKCE in a signed cookie) and redirects to the provider; with `oidc_merge_state` it continues a convert-login. With `code` or `error`, finishes the flow: the provider's verified e-mail signs in (or, if allowed, signs up) a user of this login type, or completes the conversion; a session cookie is set and the browser is redirected to `redirect`. A user with a second factor gets no session yet: the browser goes to the dashboard's second-factor page, `/#/second-factor?mfa_token=…&methods=…&redirect=…`, which finishes with `POST /users/login/mfa`.",
     tags: ["External sign-in"],
     query: callbackQuery,
     responses: [
       {
         status: 302,
-        description: "To the provider's authorization page (start), or to the `redirect` path with the session cookie set (finish).",
+        description:
+          "To the provider's authorization page (start); to the `redirect` path with the session cookie set (finish); or, for a user with a second factor, to the dashboard's second-factor page, with no session yet.",
         headers: { ...LOCATION, ...SET_SESSION_COOKIE },
       },
     ],

@@ -1,6 +1,8 @@
 import type { RouterRoute } from "hono/types";
 import * as z from "zod";
-import { refuseCrossSite, requireAuth } from "../auth/session";
+import { MfaMessages } from "../auth/mfa/messages";
+import { refuseCrossSite, requireAuth, requireAuthToEnrol } from "../auth/session";
+import { requireRecentAuth } from "../auth/step-up";
 import { BOOKMARK_HEADER, BOOKMARK_PATTERN } from "../db/bookmark";
 import { Messages } from "../http/errors";
 import { MAX_BODY_BYTES } from "../http/limits";
@@ -114,6 +116,10 @@ interface Operation {
   operationId: string;
   summary: string;
   authenticated: boolean;
+  /** Guarded by `requireRecentAuth`: a login session must have signed in or stepped up within STEP_UP_MAX_AGE. */
+  stepUp: boolean;
+  /** Open to a user MFA_REQUIRED_ROLES still asks for a second factor (`requireAuthToEnrol`). */
+  openWithoutFactor: boolean;
   crossSiteRefused: boolean;
   pathParams: z.ZodType | undefined;
   query: z.ZodType | undefined;
@@ -145,6 +151,16 @@ function impliedErrors(op: Operation): Errors {
     op.authenticated ? { 401: AUTH_401 } : {},
     op.authenticated ? { 403: "The credential's scopes (an API token made with `scopes`) do not allow this." } : {},
     op.authenticated && write ? { 403: "Authenticated by cookie but without an allowed `Origin`." } : {},
+    op.authenticated && !op.openWithoutFactor
+      ? {
+          403: `MFA_REQUIRED_ROLES asks the caller for a second factor and they have none: \`${MfaMessages.setUpSecondFactor}\`, detail \`${MfaMessages.secondFactorRequired}\`.`,
+        }
+      : {},
+    op.stepUp
+      ? {
+          403: `A login session that last signed in or stepped up more than STEP_UP_MAX_AGE ago (\`POST /users/me/step-up\` refreshes it): \`${MfaMessages.confirmItIsYou}\`, detail \`${MfaMessages.stepUpRequired}\`.`,
+        }
+      : {},
     op.crossSiteRefused ? { 403: "An `Origin` header that is not an allowed origin: sign-in from another site is refused." } : {},
     write ? { 413: `The body is larger than ${MAX_BODY_BYTES} bytes (1 MiB).` } : {},
   );
@@ -231,6 +247,8 @@ function operationObject(op: Operation, converted: Map<z.ZodType, JsonSchema>): 
     // clients and for docs/endpoints.md.
     ...(op.doc.access ? { "x-herald-access": op.doc.access } : {}),
     ...(op.doc.scope ? { "x-herald-scope": op.doc.scope } : {}),
+    // Needs a recent sign-in from a login session (docs/second-factor.md, "Step-up").
+    ...(op.stepUp ? { "x-herald-step-up": true } : {}),
   };
 }
 
@@ -281,7 +299,9 @@ export function operationsOf(routes: readonly RouterRoute[]): Operation[] {
         doc,
         operationId: named.operationId,
         summary: named.summary,
-        authenticated: handlers.includes(requireAuth as Handler),
+        authenticated: handlers.includes(requireAuth as Handler) || handlers.includes(requireAuthToEnrol as Handler),
+        stepUp: handlers.includes(requireRecentAuth as Handler),
+        openWithoutFactor: handlers.includes(requireAuthToEnrol as Handler),
         crossSiteRefused: handlers.includes(refuseCrossSite as Handler),
         pathParams: validated("param") ?? doc.pathParams,
         query: validated("query") ?? doc.query,

@@ -53,6 +53,8 @@ export interface OperationObject {
   "x-herald-access"?: string;
   /** The scope an API token needs for it, or `none` (`RouteDoc.scope`). */
   "x-herald-scope"?: string;
+  /** Needs a recent sign-in from a login session (`requireRecentAuth`). */
+  "x-herald-step-up"?: boolean;
 }
 
 export type PathItem = Partial<Record<HttpMethod | "head" | "options", OperationObject>>;

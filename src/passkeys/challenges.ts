@@ -1,8 +1,7 @@
 import { isoBase64URL } from "@simplewebauthn/server/helpers";
 import { and, eq, gt, isNull, lt } from "drizzle-orm";
-import { type Database, database } from "../db/client";
+import type { Database } from "../db/client";
 import { webauthnChallenges } from "../db/schema";
-import type { Env } from "../env";
 import { nowIso, sha256Hex } from "../lib/crypto";
 
 /**
@@ -77,8 +76,6 @@ export async function spendChallenge(db: Database, challenge: string, purpose: C
 }
 
 /** The cron's sweep: challenges nobody presented in time (docs/passkeys.md, "Challenges"). */
-export async function purgeExpiredChallenges(env: Env, now = Date.now()): Promise<void> {
-  await database(env.DB)
-    .delete(webauthnChallenges)
-    .where(lt(webauthnChallenges.expiresAt, nowIso(now)));
+export function purgeExpiredPasskeyChallenges(db: Database, now = Date.now()) {
+  return db.delete(webauthnChallenges).where(lt(webauthnChallenges.expiresAt, nowIso(now)));
 }

@@ -2,10 +2,10 @@ import { and, desc, eq } from "drizzle-orm";
 import { type Context, Hono } from "hono";
 import * as z from "zod";
 import { auditInsert } from "../audit/log";
-import { startLoginSession } from "../auth/login-session";
 import { AuthMessages } from "../auth/messages";
 import { limitPerIp, limitSensitive } from "../auth/rate-limit";
 import { refuseCrossSite, requireAuth } from "../auth/session";
+import { startSession } from "../auth/sign-in";
 import { assertCan } from "../authz/guard";
 import { type PasskeyRow, passkeys, type UserRow, users } from "../db/schema";
 import { dbFor } from "../db/session";
@@ -122,7 +122,17 @@ export const passkeyRoutes = new Hono<AppEnv>()
         throw error instanceof PasskeyRefused ? incorrectPasskey(error) : error;
       });
       if (!user) throw incorrectPasskey(new PasskeyRefused("unknown-credential"));
-      return c.json({ session_token: await startLoginSession(c, db, user, { method: "passkey", passkey: passkey.id }) }, 201);
+      return c.json(
+        {
+          session_token: await startSession(c, db, {
+            userId: user.id,
+            loginType: "password",
+            methods: ["passkey"],
+            diff: { method: "passkey", passkey: passkey.id },
+          }),
+        },
+        201,
+      );
     },
   )
   .post(

@@ -7,6 +7,7 @@ import { clearSessionCookie } from "../auth/cookies";
 import { issueKey } from "../auth/keys";
 import { limitSensitive } from "../auth/rate-limit";
 import { requireAuth } from "../auth/session";
+import { requireRecentAuth } from "../auth/step-up";
 import { isKnownScope } from "../authz/catalog";
 import { assertCan } from "../authz/guard";
 import { type ApiKeyRow, apiKeys } from "../db/schema";
@@ -73,6 +74,7 @@ export const keyRoutes = new Hono<AppEnv>()
       ),
     }),
     requireAuth,
+    requireRecentAuth,
     jsonBody(createTokenBody),
     async (c) => {
       const body = c.req.valid("json");
@@ -207,6 +209,7 @@ export const keyRoutes = new Hono<AppEnv>()
       errors: errors(noPermission("delete this user's API keys"), USER_404),
     }),
     requireAuth,
+    requireRecentAuth,
     queryParams(endSessionsQuery),
     async (c) => {
       const { except_current: exceptCurrent } = c.req.valid("query");
@@ -239,6 +242,7 @@ export const keyRoutes = new Hono<AppEnv>()
       errors: errors(noPermission("delete this user's API keys"), USER_404, { 404: "The key is not one of this user's." }),
     }),
     requireAuth,
+    requireRecentAuth,
     async (c) => {
       const user = await resolveUser(c, c.req.param("user"));
       const id = c.req.param("id");

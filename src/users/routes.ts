@@ -3,9 +3,11 @@ import { type Context, Hono } from "hono";
 import { auditInsert } from "../audit/log";
 import { commitAccountChanges, deleteAccount, setPassword, setRoles, setStatus } from "../auth/account-changes";
 import { AuthMessages } from "../auth/messages";
+import { assertSecondFactorPolicy } from "../auth/mfa/policy";
 import { hashPassword, verifyPassword } from "../auth/passwords/hash";
 import { limitSensitive } from "../auth/rate-limit";
-import { refuseCrossSite, requireAuth } from "../auth/session";
+import { refuseCrossSite, requireAuth, requireAuthToEnrol } from "../auth/session";
+import { requireRecentAuth } from "../auth/step-up";
 import { assertCan, assertScope, can } from "../authz/guard";
 import type { Database } from "../db/client";
 import { organizationMembers, organizations, type UserRow, users } from "../db/schema";
@@ -248,7 +250,7 @@ export const userRoutes = new Hono<AppEnv>()
       responses: [{ status: 200, description: "The user.", schema: User }],
       errors: errors(noPermission("read this user"), USER_404),
     }),
-    requireAuth,
+    requireAuthToEnrol,
     async (c) => {
       const auth = c.get("auth");
       if (c.req.param("user") === "me") {
@@ -257,6 +259,8 @@ export const userRoutes = new Hono<AppEnv>()
         return c.json(toUserResponse(auth.user, Object.keys(auth.orgRoles)), 200);
       }
       const user = await resolveUser(c, c.req.param("user"));
+      // Reading oneself is what MFA_REQUIRED_ROLES leaves open (docs/second-factor.md); reading others is not.
+      if (user.id !== auth.user.id) await assertSecondFactorPolicy(c);
       assertCan(c, "read", { type: "user", ownerId: user.id });
       return c.json(await userResponse(dbFor(c, "read"), user), 200);
     },
@@ -274,6 +278,7 @@ export const userRoutes = new Hono<AppEnv>()
       errors: errors(noPermission("delete this user"), { 403: `\`${UserMessages.cannotDeleteSelf}\`` }, OWNER_GUARD, USER_404),
     }),
     requireAuth,
+    requireRecentAuth,
     async (c) => {
       const user = await resolveUser(c, c.req.param("user"));
       assertCan(c, "delete", { type: "user", ownerId: user.id });
@@ -309,6 +314,7 @@ export const userRoutes = new Hono<AppEnv>()
       ),
     }),
     requireAuth,
+    requireRecentAuth,
     jsonBody(updateRolesBody),
     async (c) => {
       const { roles } = c.req.valid("json");

@@ -17,6 +17,7 @@ import { apiKeys, auditLogs } from "../../src/db/schema";
 import type { Env } from "../../src/env";
 import { apiRequest, type CallOptions, createUser, fetchApp, json, login, owner, type TestUser } from "../helpers";
 import { deliver, type Watcher, watch } from "../inbox/inbox-helpers";
+import { enrolTotp } from "./mfa-helpers";
 
 const closed = (ws: WebSocket) => new Promise<CloseEvent>((resolve) => ws.addEventListener("close", resolve, { once: true }));
 
@@ -139,6 +140,16 @@ const CASES: Case[] = [
     act: async (u, admin) =>
       expect((await call("PUT", `/users/${u.id}/roles`, { token: admin.token, body: { roles: ["auditor"] } })).status).toBe(200),
     revoked: [],
+  },
+  {
+    name: "DELETE /users/{user}/mfa (an owner's reset ends the login sessions, not the API token)",
+    act: async (u, admin) => {
+      await enrolTotp(u);
+      // Enrolling made this isolate forget the user's keys: each is cached again, so only the reset can end them at once.
+      for (const token of [u.token, u.second, u.apiToken]) expect(await meStatus(token)).toBe(200);
+      expect((await call("DELETE", `/users/${u.id}/mfa`, { token: admin.token })).status).toBe(204);
+    },
+    revoked: ["token", "second"],
   },
 ];
 

@@ -23,6 +23,8 @@ describe("configuration (docs/configuration.md): invalid settings fail loudly, n
     ["a sender with a line break", { EMAIL_FROM: "Herald\r\nBcc: x@evil.example <alerts@example.com>" }, /EMAIL_FROM/],
     ["a bare-label EHLO name", { EMAIL_HELLO: "localhost" }, /EMAIL_HELLO/],
     ["a maximum age that is no duration", { NOTIFICATIONS_MAX_AGE: "forever" }, /NOTIFICATIONS_MAX_AGE/],
+    ["a step-up age that is no duration", { STEP_UP_MAX_AGE: "a while" }, /STEP_UP_MAX_AGE/],
+    ["a second-factor role that is no site role", { MFA_REQUIRED_ROLES: "owner,wizard" }, /MFA_REQUIRED_ROLES/],
     ["an embed signing key without an id", { EMBED_SIGNING_KEYS: "0123456789abcdefghijklmnopqrstuvwxyz" }, /EMBED_SIGNING_KEYS/],
     ["an embed signing key with a short secret", { EMBED_SIGNING_KEYS: "k1:short" }, /EMBED_SIGNING_KEYS/],
     ["an embed key id with a dot", { EMBED_SIGNING_KEYS: "k.1:0123456789abcdefghijklmnopqrstuvwxyz" }, /EMBED_SIGNING_KEYS/],
@@ -43,6 +45,15 @@ describe("configuration (docs/configuration.md): invalid settings fail loudly, n
     expect(() => configWith({ SECRET_KEY: "tiny-secret" })).not.toThrow(/tiny-secret/);
     expect(() => configWith({ EMBED_SIGNING_KEYS: "k1:tiny-embed-secret" })).not.toThrow(/tiny-embed-secret/);
     expect(() => configWith({ EMBED_SIGNING_KEYS: "tiny-embed-secret-without-an-id" })).not.toThrow(/tiny-embed/);
+  });
+
+  it("reads STEP_UP_MAX_AGE and MFA_REQUIRED_ROLES, with their defaults (docs/second-factor.md)", () => {
+    const defaults = configWith({ STEP_UP_MAX_AGE: undefined, MFA_REQUIRED_ROLES: undefined });
+    expect(defaults.STEP_UP_MAX_AGE).toBe(10 * 60 * 1000);
+    expect(defaults.MFA_REQUIRED_ROLES).toEqual([]);
+    const set = configWith({ STEP_UP_MAX_AGE: "5m", MFA_REQUIRED_ROLES: " owner, user-admin ,owner," });
+    expect(set.STEP_UP_MAX_AGE).toBe(5 * 60 * 1000);
+    expect(set.MFA_REQUIRED_ROLES).toEqual(["owner", "user-admin"]);
   });
 
   it("parses durations, lists and the origin", () => {

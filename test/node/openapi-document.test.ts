@@ -56,7 +56,7 @@ const WHO: Record<string, string> = {
  * `x-herald-access` and `x-herald-scope`, which come from each route's `describeRoute({ access, scope })`.
  */
 function endpointsPage(doc: {
-  paths: Record<string, Record<string, { summary?: string; "x-herald-access"?: string; "x-herald-scope"?: string }>>;
+  paths: Record<string, Record<string, { summary?: string; "x-herald-access"?: string; "x-herald-scope"?: string; "x-herald-step-up"?: boolean }>>;
 }): string {
   const rows = Object.entries(doc.paths).flatMap(([path, item]) =>
     Object.entries(item)
@@ -64,7 +64,8 @@ function endpointsPage(doc: {
       .map(([method, op]) => {
         const access = op["x-herald-access"];
         const scope = op["x-herald-scope"];
-        const who = access === undefined ? "anyone, without a credential" : (WHO[access] ?? access);
+        const role = access === undefined ? "anyone, without a credential" : (WHO[access] ?? access);
+        const who = op["x-herald-step-up"] ? `${role}; a login session needs a recent sign-in ([step-up](second-factor.md#step-up))` : role;
         const needs = scope === undefined ? "—" : scope === "none" ? "none: it answers about the caller" : `\`${scope}\``;
         return `| \`${method.toUpperCase()} ${path}\` | ${op.summary ?? ""} | ${who} | ${needs} |`;
       }),
@@ -77,7 +78,8 @@ routes' own metadata (\`describeRoute({ access, scope })\`, through the OpenAPI 
 \`npx vitest run --config vitest.node.config.ts test/node/openapi-document.test.ts -u\` rewrites it.
 
 "Who may call it" is who passes the route's role check; handlers add rules of their own (an owner is managed by owners
-only, nobody deletes themselves…), listed in [authorization.md](authorization.md#rules-enforced-in-handlers). The scope
+only, nobody deletes themselves…), listed in [authorization.md](authorization.md#rules-enforced-in-handlers). Routes
+marked with step-up (\`x-herald-step-up\`) also refuse a login session that signed in too long ago. The scope
 is the one the route's first check asks for; on a \`{user}\` route, the one for acting on oneself.
 \`test/endpoints/scopes.test.ts\` proves each route refuses a token that lacks exactly its scope.
 

@@ -10,16 +10,22 @@
  * Destructive lines get fresh callers and targets where a success would change them (see `arrange` in the harness).
  */
 import { describe, expect, it } from "vitest";
+import { codeAt, passwordStep } from "../auth/mfa-helpers";
 import { ACTORS, adminToken, type Line, newAccount, type Operation, permissionMatrix, type Verdicts } from "../fixtures/principals";
-import { call, json } from "../helpers";
+import { call, json, login } from "../helpers";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Operations
 // ---------------------------------------------------------------------------------------------------------------
 
-/** What these operations refer to beyond the caller and the target: `{id}` for key deletion. */
+/**
+ * What these operations refer to beyond the caller and the target: `{id}` for key deletion; an authenticator app's
+ * secret (to make its codes) and a sign-in waiting for its second factor.
+ */
 interface KeyCase {
   keyId: string;
+  secret: string;
+  mfaToken: string;
 }
 
 const NEW_PASSWORD = "quartz-meadow-lantern-5119";
@@ -29,6 +35,26 @@ async function keyOf(userId: string, token: string): Promise<string> {
   const res = await call("POST", `/users/${userId}/keys/tokens`, { token, body: { token_name: `doomed-${unique()}` } });
   expect(res.status).toBe(201);
   return (await json<{ key: string }>(res)).key.slice(0, 10);
+}
+
+/**
+ * An authenticator app on for whoever `token` signs in as (left as it is when it already is); its secret, or "" for an
+ * account that cannot have one (a service account).
+ */
+async function appOn(token: string): Promise<string> {
+  const res = await call("GET", "/users/me/mfa", { token });
+  if (res.status === 200 && (await json<{ totp: boolean }>(res)).totp) return "";
+  const begun = await call("POST", "/users/me/mfa/totp", { token });
+  if (begun.status !== 200) return "";
+  const { secret } = await json<{ secret: string }>(begun);
+  expect((await call("POST", "/users/me/mfa/totp/confirm", { token, body: { code: codeAt(secret) } })).status).toBe(200);
+  return secret;
+}
+
+/** A pending authenticator app for whoever `token` signs in as; its secret, or "" where the account cannot have one. */
+async function appPending(token: string): Promise<string> {
+  const begun = await call("POST", "/users/me/mfa/totp", { token });
+  return begun.status === 200 ? (await json<{ secret: string }>(begun)).secret : "";
 }
 
 const op = {
@@ -140,6 +166,62 @@ const op = {
       return { keyId: await keyOf(bystander.id, adminToken()) };
     },
   },
+  stepUp: {
+    title: "POST /users/me/step-up (own password)",
+    method: "POST",
+    path: () => "/users/me/step-up",
+    body: (c) => ({ password: c.actor?.password }),
+  },
+  loginMfa: {
+    title: "POST /users/login/mfa (own app's code)",
+    method: "POST",
+    path: () => "/users/login/mfa",
+    // The next step's code: the current one confirmed the app, and a code is good once.
+    body: (c) => ({ mfa_token: c.mfaToken, code: codeAt(c.secret, 1) }),
+    signsIn: true,
+    destructive: true,
+    arrange: async (c) => {
+      if (!c.actor) return {};
+      const secret = await appOn(c.actor.setupToken);
+      return { secret, mfaToken: (await passwordStep(c.actor)).mfa_token };
+    },
+  },
+  getMfa: { title: "GET /users/{user}/mfa", method: "GET", path: (c) => `/users/${c.ref}/mfa`, readOnly: true },
+  beginTotp: { title: "POST /users/{user}/mfa/totp", method: "POST", path: (c) => `/users/${c.ref}/mfa/totp`, destructive: true },
+  confirmTotp: {
+    title: "POST /users/{user}/mfa/totp/confirm (pending app)",
+    method: "POST",
+    path: (c) => `/users/${c.ref}/mfa/totp/confirm`,
+    body: (c) => ({ code: c.secret ? codeAt(c.secret) : "123456" }),
+    destructive: true,
+    arrange: async (c) => ({ secret: c.ref === "me" && c.actor ? await appPending(c.actor.setupToken) : "" }),
+  },
+  removeTotp: {
+    title: "DELETE /users/{user}/mfa/totp (app on)",
+    method: "DELETE",
+    path: (c) => `/users/${c.ref}/mfa/totp`,
+    destructive: true,
+    arrange: async (c) => ({ secret: c.ref === "me" && c.actor ? await appOn(c.actor.setupToken) : "" }),
+  },
+  recoveryCodes: {
+    title: "POST /users/{user}/mfa/recovery-codes (app on)",
+    method: "POST",
+    path: (c) => `/users/${c.ref}/mfa/recovery-codes`,
+    destructive: true,
+    arrange: async (c) => ({ secret: c.ref === "me" && c.actor ? await appOn(c.actor.setupToken) : "" }),
+  },
+  resetMfa: {
+    title: "DELETE /users/{user}/mfa (the target's app on)",
+    method: "DELETE",
+    path: (c) => `/users/${c.ref}/mfa`,
+    destructive: true,
+    arrange: async (c) => {
+      if (!c.target) return {};
+      // The refused cells of a line share their target: its app is turned on once.
+      const status = await json<{ totp: boolean }>(await call("GET", `/users/${c.target.id}/mfa`, { token: adminToken() }));
+      return { secret: status.totp ? "" : await appOn(await login(c.target.email, c.target.password)) };
+    },
+  },
 } as const satisfies Record<string, Operation<KeyCase>>;
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -148,7 +230,7 @@ const op = {
 
 const matrix = permissionMatrix({
   actors: ACTORS,
-  blank: (): KeyCase => ({ keyId: "0000000000" }),
+  blank: (): KeyCase => ({ keyId: "0000000000", secret: "", mfaToken: "" }),
   tables: "accounts",
   // Delivery is not under test here (enqueueing continues while paused); where the setting is missing the file is
   // merely slower.
@@ -212,6 +294,23 @@ const MATRIX: readonly Line<typeof ACTORS, KeyCase>[] = [
   [op.endSessions,            "self",   [401,   204,  204,  204,  204,   204,   403,   403]],
   [op.endSessions,            "member", [401,   204,  403,  403,  404,   404,   404,   403]],
   [op.deleteOthersTokenViaMe, "self",   [401,   404,  404,  404,  404,   404,   403,   403]],
+  // Second factors (docs/second-factor.md): each user changes only their own; reading them is personal data
+  // (user-admins and owners read others'); only an owner removes someone else's. A service account does not sign in,
+  // so it has none (400), and its API token cannot step up (400).
+  [op.stepUp,                 "—",      [401,   204,  204,  204,  204,   400,   403,   403]],
+  [op.loginMfa,               "self",   [null,  201,  201,  201,  201,   null,  201,   201]],
+  [op.getMfa,                 "self",   [401,   200,  200,  200,  200,   200,   403,   403]],
+  [op.getMfa,                 "member", [401,   200,  200,  403,  404,   404,   404,   403]],
+  [op.getMfa,                 "owner",  [401,   200,  200,  403,  404,   404,   404,   403]],
+  [op.beginTotp,              "self",   [401,   200,  200,  200,  200,   400,   403,   403]],
+  [op.beginTotp,              "member", [401,   403,  403,  403,  404,   404,   404,   403]],
+  [op.confirmTotp,            "self",   [401,   200,  200,  200,  200,   400,   403,   403]],
+  [op.removeTotp,             "self",   [401,   204,  204,  204,  204,   400,   403,   403]],
+  [op.removeTotp,             "member", [401,   403,  403,  403,  404,   404,   404,   403]],
+  [op.recoveryCodes,          "self",   [401,   200,  200,  200,  200,   400,   403,   403]],
+  [op.resetMfa,               "self",   [401,   403,  403,  403,  403,   403,   403,   403]],
+  [op.resetMfa,               "member", [401,   204,  403,  403,  404,   404,   404,   403]],
+  [op.resetMfa,               "owner",  [401,   204,  403,  403,  404,   404,   404,   403]],
 ];
 
 matrix.run('permission matrix (docs/authorization.md, "Where each endpoint checks")', MATRIX);

@@ -1,0 +1,70 @@
+import * as z from "zod";
+import { count } from "../../http/schemas";
+import { described, named } from "../../openapi/registry";
+import { MfaMessages } from "./messages";
+
+/** The second factor's request and response schemas (docs/api.md, "Second factor and step-up"; docs/second-factor.md). */
+
+/** A one-time code as typed: 6 digits from the app, or a recovery code (spaces and hyphens allowed). */
+const code = described("A 6-digit code from the authenticator app, or a recovery code.", z.string().min(1).max(64));
+
+const SecondFactorMethod = z.enum(["totp", "passkey", "recovery_code"]);
+
+export const LoginMfaRequiredResponse = named(
+  "LoginMfaRequiredResponse",
+  z.strictObject({
+    mfa_required: z.literal(true),
+    mfa_token: described("Hand it to `POST /users/login/mfa` with a code: it lives 5 minutes, works once, and dies after 5 wrong codes.", z.string()),
+    methods: described("The methods this user may use at the second step.", z.array(SecondFactorMethod)),
+  }),
+  "The password was right and the user has a second factor: no session yet.",
+);
+
+export const loginMfaBody = named("LoginWithSecondFactorRequest", z.object({ mfa_token: z.string().min(1).max(128), code }));
+
+export const TotpEnrolment = named(
+  "TotpEnrolment",
+  z.strictObject({
+    secret: described("The shared secret in base32, for typing into an app by hand. Shown only here.", z.string()),
+    otpauth_url: described("`otpauth://totp/<issuer>:<email>?issuer=<issuer>&secret=…` for a QR code; the issuer is ACCESS_URL's host.", z.string()),
+  }),
+);
+
+export const confirmTotpBody = named("ConfirmTotpRequest", z.object({ code }));
+
+export const RecoveryCodesResponse = named(
+  "RecoveryCodesResponse",
+  z.strictObject({ recovery_codes: described("Ten codes, each usable once; shown only here.", z.array(z.string())) }),
+);
+
+export const MfaStatus = named(
+  "MfaStatus",
+  z.strictObject({
+    totp: described("An authenticator app is set up (and confirmed).", z.boolean()),
+    passkeys: described("Passkeys registered.", count),
+    recovery_codes_left: described("Unused recovery codes; 0 without a second factor.", count),
+    required: described("MFA_REQUIRED_ROLES names one of the user's site roles: without a factor, most endpoints refuse them.", z.boolean()),
+  }),
+);
+
+export const stepUpBody = named(
+  "StepUpRequest",
+  z
+    .object({
+      password: described("The account's password: only for a user without a second factor.", z.string().max(1024).optional()),
+      code: code.optional(),
+    })
+    .superRefine((body, ctx) => {
+      if ((body.password === undefined) === (body.code === undefined)) {
+        ctx.addIssue({ code: "custom", path: [body.password === undefined ? "code" : "password"], message: MfaMessages.giveOne });
+      }
+    }),
+  "Exactly one of `password` (a user without a second factor) or `code` (a user with one).",
+  // The superRefine above, as JSON Schema: exactly one of the two.
+  {
+    anyOf: [
+      { required: ["password"], properties: { code: false } },
+      { required: ["code"], properties: { password: false } },
+    ],
+  },
+);
