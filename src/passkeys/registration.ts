@@ -4,6 +4,7 @@ import { count, eq } from "drizzle-orm";
 import type { Context } from "hono";
 import type * as z from "zod";
 import { auditInsert } from "../audit/log";
+import { changeFactors, commitAccountChanges } from "../auth/account-changes";
 import { type PasskeyRow, passkeys, type UserRow } from "../db/schema";
 import { dbFor } from "../db/session";
 import { badRequest, conflict } from "../http/errors";
@@ -146,10 +147,13 @@ export async function registerPasskey(c: Context<AppEnv>, user: UserRow, body: z
     suspectAt: null,
   };
   try {
-    await db.batch([
-      db.insert(passkeys).values(row),
-      auditInsert(db, c, { action: "create", resourceType: "passkey", resourceId: row.id, diff: { owner: user.id, name: row.name } }),
-    ]);
+    // A new factor: what was cached about the user (whether they have one, for MFA_REQUIRED_ROLES) is stale.
+    await commitAccountChanges(
+      c,
+      db,
+      [changeFactors(user.id, [db.insert(passkeys).values(row)])],
+      [auditInsert(db, c, { action: "create", resourceType: "passkey", resourceId: row.id, diff: { owner: user.id, name: row.name } })],
+    );
   } catch (error) {
     // The credential id is already one of this deployment's passkeys, this user's or another's (WebAuthn's rule).
     if (isUniqueViolation(error)) throw conflict(PasskeyMessages.alreadyRegistered);

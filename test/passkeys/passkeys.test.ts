@@ -15,7 +15,7 @@ import { PasskeyMessages } from "../../src/passkeys/messages";
 import { PASSKEYS_MAX_PER_USER } from "../../src/passkeys/registration";
 import { type Expectation, expectRejected } from "../fixtures/error-shape";
 import { stateChecks } from "../fixtures/stored-state";
-import { call, createUser, json, login, owner, type TestUser } from "../helpers";
+import { call, createUser, json, owner, type TestUser } from "../helpers";
 import {
   type Algorithm,
   addPasskey,
@@ -527,9 +527,12 @@ describe('docs/passkeys.md, "Removing a passkey"', () => {
   });
 });
 
-describe("a password sign-in is unaffected by passkeys", () => {
-  it("a user with a passkey still signs in with the password", async () => {
+describe('a passkey is a second factor for password sign-in (docs/second-factor.md, "Signing in")', () => {
+  it("the right password of a user with a passkey ends at the second step, with no session", async () => {
     const { user } = await registered();
-    expect(await login(user.email, user.password)).toBeTruthy();
+    const res = await call("POST", "/users/login", { body: { email: user.email, password: user.password } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Set-Cookie")).toBeNull();
+    expect(await json(res)).toMatchObject({ mfa_required: true, methods: ["passkey"] });
   });
 });
