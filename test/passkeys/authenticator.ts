@@ -1,4 +1,5 @@
-import { isoBase64URL, isoCBOR } from "@simplewebauthn/server/helpers";
+import { type CBORType, encodeCBOR } from "@levischuck/tiny-cbor";
+import { decodeBase64urlIgnorePadding, encodeBase64urlNoPadding } from "@oslojs/encoding";
 import { expect } from "vitest";
 import { call, json } from "../helpers";
 
@@ -7,10 +8,15 @@ import { call, json } from "../helpers";
  * RS256), answering Herald's options the way a browser and an authenticator would — clientDataJSON, authenticator
  * data (RP id hash, flags, signature counter, and on registration the attested credential data with the COSE public
  * key), attestation `none` (or `packed` self-attestation), and assertions signed over authenticatorData ‖
- * SHA-256(clientDataJSON). Every part can be bent, one at a time, to make the answer Herald must refuse.
+ * SHA-256(clientDataJSON). Every part can be bent, one at a time, to make the answer Herald must refuse. ES384 and
+ * EdDSA keys are here to be refused: Herald takes ES256 and RS256 only.
+ *
+ * Bytes are base64url through @oslojs/encoding, as Herald's; CBOR is written by @levischuck/tiny-cbor, an encoder
+ * Herald does not use (oslo's CBOR package only decodes), so what the authenticator writes is not read back by its
+ * own code.
  */
 
-export type Algorithm = "ES256" | "RS256";
+export type Algorithm = "ES256" | "RS256" | "ES384" | "EdDSA";
 
 /** The JSON Herald's creation options carry (the parts used here). */
 export interface CreationOptions {
@@ -47,6 +53,23 @@ export interface Bend {
   badSignature?: boolean;
   /** The user handle to send instead of the one registered; `null` for none. */
   userHandle?: string | null;
+  /** Client data as a browser writes it for a cross-origin frame: `crossOrigin: true`, and the page around it. */
+  crossOrigin?: boolean;
+  topOrigin?: string;
+  /** The backed-up flag without the backup-eligible one, which no authenticator sets. */
+  backedUpOnly?: boolean;
+  /** The credential id the response names, instead of the one in the authenticator data. */
+  responseId?: string;
+  /** The algorithm a packed attestation statement names, instead of the key's. */
+  attestationAlg?: number;
+  /** ES256: sign again until r or s begins with a zero byte, so the DER integer is shorter or only its sign byte is 0. */
+  zeroByte?: boolean;
+}
+
+/** An attestation statement written as given, for the formats Herald refuses. */
+export interface Attestation {
+  fmt: string;
+  attStmt: Map<string, CBORType>;
 }
 
 const ORIGIN = "http://localhost:8787";
@@ -54,6 +77,9 @@ const FLAG = { up: 0x01, uv: 0x04, be: 0x08, bs: 0x10, at: 0x40 } as const;
 const COSE = { kty: 1, alg: 3, crvOrN: -1, xOrE: -2, y: -3 } as const;
 
 const utf8 = (text: string) => new Uint8Array(new TextEncoder().encode(text));
+export const base64url = (bytes: Uint8Array) => encodeBase64urlNoPadding(bytes);
+/** base64url of UTF-8 text, as WebAuthn's JSON writes a user handle. */
+export const base64urlText = (text: string) => encodeBase64urlNoPadding(utf8(text));
 const sha256 = async (bytes: Uint8Array<ArrayBuffer>) => new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
 
 function concat(...parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
@@ -77,9 +103,9 @@ function derInteger(bytes: Uint8Array): Uint8Array {
   return concat(new Uint8Array([0x02, value.length]), value);
 }
 
-/** WebCrypto's ECDSA signature is r ‖ s; WebAuthn's is their DER SEQUENCE. */
-function derSignature(raw: Uint8Array): Uint8Array<ArrayBuffer> {
-  const body = concat(derInteger(raw.slice(0, 32)), derInteger(raw.slice(32)));
+/** WebCrypto's ECDSA signature is r ‖ s, each the curve's width; WebAuthn's is their DER SEQUENCE. */
+export function derSignature(raw: Uint8Array): Uint8Array<ArrayBuffer> {
+  const body = concat(derInteger(raw.slice(0, raw.length / 2)), derInteger(raw.slice(raw.length / 2)));
   return concat(new Uint8Array([0x30, body.length]), body);
 }
 
@@ -90,7 +116,12 @@ const PARAMS = {
     sign: { name: "RSASSA-PKCS1-v1_5" },
     cose: -257,
   },
+  ES384: { generate: { name: "ECDSA", namedCurve: "P-384" }, sign: { name: "ECDSA", hash: "SHA-384" }, cose: -35 },
+  EdDSA: { generate: { name: "Ed25519" }, sign: { name: "Ed25519" }, cose: -8 },
 } as const;
+
+/** Whether a 32-byte half of an ES256 signature (r or s) begins with a zero byte. */
+const leadingZero = (raw: Uint8Array, half: 0 | 1) => raw[half * 32] === 0;
 
 export class SoftAuthenticator {
   /** The signature counter; `counting: false` keeps it at 0, as synced passkeys do. */
@@ -108,35 +139,53 @@ export class SoftAuthenticator {
 
   static async create(algorithm: Algorithm = "ES256", options: { counting?: boolean; backup?: boolean } = {}): Promise<SoftAuthenticator> {
     const keys = (await crypto.subtle.generateKey(PARAMS[algorithm].generate, true, ["sign", "verify"])) as CryptoKeyPair;
-    const id = isoBase64URL.fromBuffer(crypto.getRandomValues(new Uint8Array(32)));
+    const id = base64url(crypto.getRandomValues(new Uint8Array(32)));
     return new SoftAuthenticator(algorithm, id, keys, options.counting ?? true, options.backup ?? false);
   }
 
   /** The credential public key as a COSE_Key (RFC 9053), CBOR-encoded. */
-  private async coseKey(): Promise<Uint8Array> {
+  async coseKey(): Promise<Uint8Array> {
     const jwk = (await crypto.subtle.exportKey("jwk", this.keys.publicKey)) as JsonWebKey;
-    const b = (s: string | undefined) => isoBase64URL.toBuffer(s ?? "");
+    const b = (s: string | undefined) => decodeBase64urlIgnorePadding(s ?? "");
+    const curve = { ES256: 1, ES384: 2 } as const;
     const entries: [number, number | Uint8Array][] =
-      this.algorithm === "ES256"
+      this.algorithm === "RS256"
         ? [
-            [COSE.kty, 2],
-            [COSE.alg, -7],
-            [COSE.crvOrN, 1],
-            [COSE.xOrE, b(jwk.x)],
-            [COSE.y, b(jwk.y)],
-          ]
-        : [
             [COSE.kty, 3],
             [COSE.alg, -257],
             [COSE.crvOrN, b(jwk.n)],
             [COSE.xOrE, b(jwk.e)],
-          ];
-    return isoCBOR.encode(new Map(entries));
+          ]
+        : this.algorithm === "EdDSA"
+          ? [
+              [COSE.kty, 1],
+              [COSE.alg, -8],
+              [COSE.crvOrN, 6],
+              [COSE.xOrE, b(jwk.x)],
+            ]
+          : [
+              [COSE.kty, 2],
+              [COSE.alg, PARAMS[this.algorithm].cose],
+              [COSE.crvOrN, curve[this.algorithm]],
+              [COSE.xOrE, b(jwk.x)],
+              [COSE.y, b(jwk.y)],
+            ];
+    return encodeCBOR(new Map(entries));
+  }
+
+  /** The signature WebCrypto makes: r ‖ s for ECDSA, as it is for RSA and EdDSA. */
+  async rawSignature(data: Uint8Array<ArrayBuffer>): Promise<Uint8Array<ArrayBuffer>> {
+    return new Uint8Array(await crypto.subtle.sign(PARAMS[this.algorithm].sign, this.keys.privateKey, data));
   }
 
   private async sign(data: Uint8Array<ArrayBuffer>, bend: Bend): Promise<Uint8Array<ArrayBuffer>> {
-    const raw = new Uint8Array(await crypto.subtle.sign(PARAMS[this.algorithm].sign, this.keys.privateKey, data));
-    const signature = this.algorithm === "ES256" ? derSignature(raw) : raw;
+    let raw = await this.rawSignature(data);
+    // ECDSA signs with a fresh random nonce each time: about one signature in 128 has the zero byte asked for.
+    for (let tries = 0; bend.zeroByte && !leadingZero(raw, 0) && !leadingZero(raw, 1); tries++) {
+      if (tries === 20_000) throw new Error("no ES256 signature with a leading zero byte in 20,000");
+      raw = await this.rawSignature(data);
+    }
+    const signature = this.algorithm === "ES256" || this.algorithm === "ES384" ? derSignature(raw) : raw;
     if (bend.badSignature) signature[signature.length - 1] = (signature[signature.length - 1] ?? 0) ^ 0x01;
     return signature;
   }
@@ -146,6 +195,7 @@ export class SoftAuthenticator {
     if (bend.up ?? true) flags |= FLAG.up;
     if (bend.uv ?? true) flags |= FLAG.uv;
     if (this.backup) flags |= FLAG.be | FLAG.bs;
+    if (bend.backedUpOnly) flags |= FLAG.bs;
     return flags;
   }
 
@@ -157,15 +207,21 @@ export class SoftAuthenticator {
 
   private clientData(type: string, challenge: string, bend: Bend): Uint8Array<ArrayBuffer> {
     return utf8(
-      JSON.stringify({ type: bend.type ?? type, challenge: bend.challenge ?? challenge, origin: bend.origin ?? ORIGIN, crossOrigin: false }),
+      JSON.stringify({
+        type: bend.type ?? type,
+        challenge: bend.challenge ?? challenge,
+        origin: bend.origin ?? ORIGIN,
+        crossOrigin: bend.crossOrigin ?? false,
+        ...(bend.topOrigin === undefined ? {} : { topOrigin: bend.topOrigin }),
+      }),
     );
   }
 
   /** `navigator.credentials.create()` answering `options`, as RegistrationResponseJSON. */
-  async register(options: CreationOptions, bend: Bend = {}, attestation: "none" | "packed" = "none") {
+  async register(options: CreationOptions, bend: Bend = {}, attestation: "none" | "packed" | Attestation = "none") {
     this.userHandle = options.user.id;
     const rpIdHash = await sha256(utf8(bend.rpId ?? options.rp.id));
-    const credentialId = isoBase64URL.toBuffer(this.credentialId);
+    const credentialId = decodeBase64urlIgnorePadding(this.credentialId);
     const counter = this.nextCounter(bend);
     const attested = concat(
       new Uint8Array(16),
@@ -175,26 +231,32 @@ export class SoftAuthenticator {
     );
     const authData = concat(rpIdHash, new Uint8Array([this.flags(bend, FLAG.at)]), uint32(counter), attested);
     const clientDataJSON = this.clientData("webauthn.create", options.challenge, bend);
-    const attStmt =
+    const statement: Attestation =
       attestation === "none"
-        ? new Map()
-        : new Map<string, number | Uint8Array>([
-            ["alg", PARAMS[this.algorithm].cose],
-            ["sig", await this.sign(concat(authData, await sha256(clientDataJSON)), bend)],
-          ]);
-    const attestationObject = isoCBOR.encode(
-      new Map<string, string | Uint8Array | Map<string, number | Uint8Array>>([
-        ["fmt", attestation],
-        ["attStmt", attStmt],
+        ? { fmt: "none", attStmt: new Map() }
+        : attestation === "packed"
+          ? {
+              fmt: "packed",
+              attStmt: new Map<string, CBORType>([
+                ["alg", bend.attestationAlg ?? PARAMS[this.algorithm].cose],
+                ["sig", await this.sign(concat(authData, await sha256(clientDataJSON)), bend)],
+              ]),
+            }
+          : attestation;
+    const attestationObject = encodeCBOR(
+      new Map<string, CBORType>([
+        ["fmt", statement.fmt],
+        ["attStmt", statement.attStmt],
         ["authData", authData],
       ]),
     );
+    const responseId = bend.responseId ?? this.credentialId;
     return {
-      id: this.credentialId,
-      rawId: this.credentialId,
+      id: responseId,
+      rawId: responseId,
       response: {
-        clientDataJSON: isoBase64URL.fromBuffer(clientDataJSON),
-        attestationObject: isoBase64URL.fromBuffer(attestationObject),
+        clientDataJSON: base64url(clientDataJSON),
+        attestationObject: base64url(attestationObject),
         transports: ["internal", "hybrid"],
       },
       authenticatorAttachment: "platform",
@@ -214,9 +276,9 @@ export class SoftAuthenticator {
       id: this.credentialId,
       rawId: this.credentialId,
       response: {
-        clientDataJSON: isoBase64URL.fromBuffer(clientDataJSON),
-        authenticatorData: isoBase64URL.fromBuffer(authData),
-        signature: isoBase64URL.fromBuffer(signature),
+        clientDataJSON: base64url(clientDataJSON),
+        authenticatorData: base64url(authData),
+        signature: base64url(signature),
         ...(userHandle === null || userHandle === undefined ? {} : { userHandle }),
       },
       authenticatorAttachment: "platform",
