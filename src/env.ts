@@ -25,6 +25,8 @@ export interface Env {
   LOGIN_ACCOUNT_LIMITER: RateLimit;
   LOGIN_ACCOUNT_CEILING: RateLimit;
   SENSITIVE_LIMITER: RateLimit;
+  /** Per user: custom notifications, the one route where a user fills their own inbox at will. */
+  CUSTOM_NOTIFICATION_LIMITER: RateLimit;
   /** Carries notification message ids to this Worker's queue() consumer. */
   NOTIFICATION_QUEUE: Queue<NotificationQueueMessage>;
   /** The same for mandatory templates (passcodes, security notices): a lane of their own (docs/email.md). */
