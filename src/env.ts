@@ -43,6 +43,8 @@ export interface Env {
   AUTH_CACHE_TTL?: string;
   TOKEN_MAX_LIFETIME?: string;
   TOKEN_MAX_PER_USER?: string;
+  INBOX_RETENTION?: string;
+  INBOX_MAX_ITEMS?: string;
   EMBED_SIGNING_KEYS?: string;
   PASSWORD_AUTH_DISABLED?: string;
   OTP_TTL?: string;

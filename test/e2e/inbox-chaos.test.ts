@@ -96,6 +96,11 @@ function apply(state: Map<string, InboxNotification>, frame: NotificationFrame |
     if ("archived_at" in change && change.archived_at !== undefined) item.archived_at = change.archived_at;
     if ("snoozed_until" in change && change.snoozed_until !== undefined) item.snoozed_until = change.snoozed_until;
   };
+  if ("removed" in change && change.removed) {
+    // Retention removed them (docs/inbox.md, "Retention").
+    for (const id of change.ids) state.delete(id);
+    return undefined;
+  }
   if ("all" in change) {
     // Mark-all-as-read reads exactly the unread items: neither read nor snoozed. A snoozed item keeps its state until
     // it wakes (docs/inbox.md, "Item states").
