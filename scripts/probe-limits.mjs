@@ -7,12 +7,23 @@ import { freePort, startLocalHerald } from "./local-herald.mjs";
 
 const WATCHES = Number(process.env.PROBE_WATCHES ?? 3_000);
 const BROADCASTS = 40;
+const CUSTOM = 100;
+// Small inbox limits, so that retention shows within the probe (docs/inbox.md, "Retention"): a cap the probe's own
+// notifications pass, and a retention short enough to wait out but longer than the flood and its sweep take.
+const MAX_ITEMS = 50;
+const RETENTION_S = 20;
 
 const port = await freePort();
 const herald = await startLocalHerald({
   port,
   label: "herald-probe",
-  settings: { SECRET_KEY: randomBytes(48).toString("base64url"), ACCESS_URL: `http://localhost:${port}`, EMAIL_SMARTHOST: "" },
+  settings: {
+    SECRET_KEY: randomBytes(48).toString("base64url"),
+    ACCESS_URL: `http://localhost:${port}`,
+    EMAIL_SMARTHOST: "",
+    INBOX_MAX_ITEMS: String(MAX_ITEMS),
+    INBOX_RETENTION: `${RETENTION_S}s`,
+  },
 });
 const base = `${herald.url}/api/v2`;
 
@@ -24,6 +35,17 @@ async function api(method, path, token, body) {
   });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}
+
+/** Polls until `done(value)` holds for what `read()` returns, or the deadline passes; returns the last value and when. */
+async function until(read, done, deadlineMs) {
+  const started = performance.now();
+  for (;;) {
+    const value = await read();
+    const seconds = (performance.now() - started) / 1000;
+    if (done(value) || seconds * 1000 > deadlineMs) return { value, seconds };
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
 
 /** Opens one watch with the token as a subprotocol; resolves when it opened or failed, and records how it ends. */
@@ -117,6 +139,61 @@ try {
   const listed = (await api("GET", "/notifications/inbox?format=plaintext&limit=1", session)).body.notifications[0];
   console.log(
     `title "<script>x</script>T2", message "<b></b><i></i>", listed as plaintext | title ${JSON.stringify(listed.title)}, content ${JSON.stringify(listed.content)}`,
+  );
+
+  // Custom notifications: as many as the probe sends, one after another, as the owner to themself.
+  const customStatuses = [];
+  let customRetryAfter;
+  const c0 = performance.now();
+  for (let i = 0; i < CUSTOM; i++) {
+    const r = await api("POST", "/notifications/custom", session, { content: { title: `flood ${i}` } });
+    customStatuses.push(r.status);
+    customRetryAfter ??= r.headers.get("Retry-After") ?? undefined;
+  }
+  const customCount = (s) => customStatuses.filter((x) => x === s).length;
+  console.log(
+    `${CUSTOM} custom notifications in a row | ${customCount(204)} × 204, ${customCount(429)} × 429 (first Retry-After ${customRetryAfter} s) in ${((performance.now() - c0) / 1000).toFixed(2)} s`,
+  );
+
+  // The cap: everything the probe sent the owner, read at once, is past it; the oldest read items give way.
+  const counts = (token) => api("GET", "/notifications/inbox/counts", token).then((r) => r.body);
+  const landed = await until(
+    () => counts(session),
+    (c) => c.total >= 2 + customCount(204) + count(202),
+    10_000,
+  );
+  await api("PUT", "/notifications/inbox/mark-all-as-read", session);
+  const capped = await until(
+    () => counts(session),
+    (c) => c.total <= MAX_ITEMS,
+    10_000,
+  );
+  console.log(
+    `INBOX_MAX_ITEMS=${MAX_ITEMS}: the owner's ${landed.value.total} items, then mark-all-as-read | total ${capped.value.total} after ${capped.seconds.toFixed(2)} s, unread ${capped.value.unread}, seq ${landed.value.seq} → ${capped.value.seq}`,
+  );
+
+  // Retention by age: a member's 4 notifications, 3 of them read once older than the retention, which lets them go.
+  // (Read earlier, they would go at the first sweep after they aged, which for items a moment apart can be a day
+  // after the first of them: sweeps for age run at most daily; docs/inbox.md, "Retention".)
+  const member = { email: "member@herald.test", username: "member", password: "Plum-Kettle-Orbit-97" };
+  await api("POST", "/users", session, member);
+  const memberSession = (await (await fetch(`${base}/users/login`, { method: "POST", body: JSON.stringify(member) })).json()).session_token;
+  for (let i = 0; i < 4; i++) await api("POST", "/notifications/custom", memberSession, { content: { title: `member ${i}` } });
+  await until(
+    () => counts(memberSession),
+    (c) => c.total === 4,
+    10_000,
+  );
+  const [, ...older] = (await api("GET", "/notifications/inbox", memberSession)).body.notifications.map((n) => n.id);
+  await new Promise((r) => setTimeout(r, (RETENTION_S + 1) * 1000));
+  await api("POST", "/notifications/inbox/bulk", memberSession, { action: "read", ids: older });
+  const aged = await until(
+    () => counts(memberSession),
+    (c) => c.total === 1,
+    10_000,
+  );
+  console.log(
+    `INBOX_RETENTION=${RETENTION_S}s: a member's 4 notifications, ${RETENTION_S + 1} s later the 3 oldest read | total ${aged.value.total} (unread ${aged.value.unread}) ${aged.seconds.toFixed(2)} s after`,
   );
 } finally {
   await herald.stop();

@@ -25,6 +25,8 @@ export interface Env {
   LOGIN_ACCOUNT_LIMITER: RateLimit;
   LOGIN_ACCOUNT_CEILING: RateLimit;
   SENSITIVE_LIMITER: RateLimit;
+  /** Per user: custom notifications, the one route where a user fills their own inbox at will. */
+  CUSTOM_NOTIFICATION_LIMITER: RateLimit;
   /** Carries notification message ids to this Worker's queue() consumer. */
   NOTIFICATION_QUEUE: Queue<NotificationQueueMessage>;
   /** The same for mandatory templates (passcodes, security notices): a lane of their own (docs/email.md). */
@@ -41,6 +43,8 @@ export interface Env {
   AUTH_CACHE_TTL?: string;
   TOKEN_MAX_LIFETIME?: string;
   TOKEN_MAX_PER_USER?: string;
+  INBOX_RETENTION?: string;
+  INBOX_MAX_ITEMS?: string;
   EMBED_SIGNING_KEYS?: string;
   STEP_UP_MAX_AGE?: string;
   MFA_REQUIRED_ROLES?: string;

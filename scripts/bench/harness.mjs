@@ -167,6 +167,9 @@ function referenceModules() {
  * of a template it holds.
  */
 const HELPER_WORKER = `
+// The limits every producer hands the inbox with a delivery: wrangler.toml's INBOX_MAX_ITEMS and INBOX_RETENTION
+// (365d). Seeded items are unread, so retention never removes one (docs/inbox.md, "Retention").
+const INBOX_LIMITS = { maxItems: 100000, retentionMs: 365 * 86400000 };
 const envs = new WeakSet();
 let sameEnv = 0;
 let newEnv = 0;
@@ -230,7 +233,7 @@ async function seed({ userId, from, count, parallel, baseTime, templateId, templ
         content: "Something happened to **resource " + j + "**. This line stands in for a typical rendered body.",
         icon: "", actions: [{ label: "View", url: "http://localhost:8787/notifications/" + j }],
         createdAt: new Date(baseTime + j).toISOString(),
-      }));
+      }, INBOX_LIMITS));
     }
     for (const r of await Promise.all(batch)) if (r.stored) stored++;
   }
@@ -286,7 +289,7 @@ async function deliverDistinct({ count, parallel, templateId, templateGroup, tit
     try {
       const r = await env.USER_INBOX.get(env.USER_INBOX.idFromName(userId)).deliver({
         id: crypto.randomUUID(), userId, templateId, templateGroup, targets: [], title, content, icon: "", actions: [], createdAt,
-      });
+      }, INBOX_LIMITS);
       if (r.stored) stored++;
     } catch (error) {
       failed++;

@@ -13,6 +13,12 @@ const LOGIN_LIMITS = {
   sensitive: { limit: 10, periodSeconds: 60 },
 } as const;
 
+/**
+ * Custom notifications per user (`CUSTOM_NOTIFICATION_LIMITER`): the one route where a user fills their own inbox at
+ * will (docs/security.md, "What one user can make Herald hold").
+ */
+export const CUSTOM_NOTIFICATIONS = { limit: 60, periodSeconds: 60 } as const;
+
 /** Throws the error shape's (docs/api.md, Conventions) 429 once `key` has used its budget on `limiter`. */
 async function enforceRateLimit(limiter: RateLimit, key: string, budget: { limit: number; periodSeconds: number }): Promise<void> {
   const { success } = await limiter.limit({ key });
@@ -44,4 +50,9 @@ export async function limitPerAccount(c: Context<AppEnv>, route: string, email: 
  */
 export function limitSensitive(c: Context<AppEnv>, route: string, userId = c.get("auth").user.id): Promise<void> {
   return enforceRateLimit(c.env.SENSITIVE_LIMITER, `${route}:${userId}`, LOGIN_LIMITS.sensitive);
+}
+
+/** Per user, for `POST /notifications/custom`: every credential and tab of the user share the budget. */
+export function limitCustomNotifications(c: Context<AppEnv>): Promise<void> {
+  return enforceRateLimit(c.env.CUSTOM_NOTIFICATION_LIMITER, `custom-notification:${c.get("auth").user.id}`, CUSTOM_NOTIFICATIONS);
 }

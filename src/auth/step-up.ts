@@ -1,12 +1,14 @@
 import { eq, sql } from "drizzle-orm";
+import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { Config } from "../config/config";
 import type { Database } from "../db/client";
 import { type ApiKeyRow, type AuthMethod, apiKeys, type UserRow, users } from "../db/schema";
 import { dbFor } from "../db/session";
 import { badRequest, forbidden } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { nowIso } from "../lib/crypto";
+import { PasskeyMessages } from "../passkeys/messages";
+import type { AuthenticationResponseBody } from "../passkeys/schemas";
 import { factorsOf, hasSecondFactor, type SecondFactorMethod } from "./mfa/factors";
 import { MfaMessages } from "./mfa/messages";
 import { checkSecondFactor } from "./mfa/verify";
@@ -46,6 +48,7 @@ export const requireRecentAuth = createMiddleware<AppEnv>(async (c, next) => {
 export interface StepUpBody {
   password?: string | undefined;
   code?: string | undefined;
+  passkey?: AuthenticationResponseBody | undefined;
 }
 
 /** What a step-up proved: the method the session records, and what the audit entry names. */
@@ -54,7 +57,7 @@ interface StepUpProof {
   method: SecondFactorMethod | "password";
 }
 
-const refused = (message: string, field: "password" | "code", failedCheck: boolean) =>
+const refused = (message: string, field: keyof StepUpBody, failedCheck: boolean) =>
   badRequest(message, { validations: [{ field, detail: message }], ...(failedCheck ? { event: "authentication_failed" as const } : {}) });
 
 /**
@@ -63,15 +66,19 @@ const refused = (message: string, field: "password" | "code", failedCheck: boole
  * user without one, with the password; an external-login user without one signs in again instead. Every refusal is a
  * 400 naming the field, never a 401: the session itself is still good.
  */
-export async function checkStepUp(db: Database, config: Config, user: Pick<UserRow, "id" | "loginType">, body: StepUpBody): Promise<StepUpProof> {
+export async function checkStepUp(c: Context<AppEnv>, db: Database, user: Pick<UserRow, "id" | "loginType">, body: StepUpBody): Promise<StepUpProof> {
   const factors = await factorsOf(db, user.id);
   if (hasSecondFactor(factors)) {
-    if (body.code === undefined) throw refused(MfaMessages.useSecondFactor, "password", false);
-    const checked = await checkSecondFactor(db, config, user.id, factors, { code: body.code });
-    if (!checked || (await checked.use).length === 0) throw refused(MfaMessages.incorrectCode, "code", true);
+    const proof = body.passkey !== undefined ? { passkey: body.passkey } : body.code !== undefined ? { code: body.code } : undefined;
+    if (proof === undefined) throw refused(MfaMessages.useSecondFactor, "password", false);
+    const field = "passkey" in proof ? "passkey" : "code";
+    const checked = await checkSecondFactor(c, db, user.id, factors, proof, "step-up");
+    if (!checked || (await checked.use).length === 0) {
+      throw refused(field === "passkey" ? PasskeyMessages.incorrectPasskey : MfaMessages.incorrectCode, field, true);
+    }
     return { amr: checked.amr, method: checked.method };
   }
-  if (body.password === undefined) throw refused(MfaMessages.usePassword, "code", false);
+  if (body.password === undefined) throw refused(MfaMessages.usePassword, body.passkey === undefined ? "code" : "passkey", false);
   if (user.loginType !== "password") throw badRequest(MfaMessages.signInAgainToConfirm);
   const [row] = await db.select({ hashedPassword: users.hashedPassword }).from(users).where(eq(users.id, user.id));
   if (!(await verifyPassword(row?.hashedPassword, body.password)).valid) throw refused(MfaMessages.incorrectPassword, "password", true);

@@ -16,6 +16,7 @@ import {
 } from "../db/schema";
 import type { BroadcastQueueMessage, Env } from "../env";
 import { userInbox } from "../inbox/address";
+import { inboxLimits } from "../inbox/retention";
 import { derivedUuid, nowIso } from "../lib/crypto";
 import { limiter } from "../lib/limit";
 import { enqueueExternal } from "../notifications/dispatch";
@@ -208,7 +209,7 @@ export async function deliverSteps(
       const broadcast = byId.get(step.deliver);
       if (!broadcast) return undefined;
       const itemIds = new Map(await Promise.all(step.userIds.map(async (userId) => [userId, await inboxItemId(broadcast.id, userId)] as const)));
-      const delivered = await deliverItems(env, broadcast, template, config.ACCESS_URL, itemIds, run);
+      const delivered = await deliverItems(env, broadcast, template, config, itemIds, run);
       const copies = await externalCopies(config, broadcast, template, itemIds, people, disabledBy);
       return { step, broadcast, delivered, copies };
     }),
@@ -250,29 +251,39 @@ async function deliverItems(
   env: Env,
   broadcast: BroadcastRow,
   template: TemplateRow,
-  baseUrl: string,
+  config: ReturnType<typeof getConfig>,
   itemIds: Map<string, string>,
   run: <T>(task: () => Promise<T>) => Promise<T>,
 ): Promise<number> {
   // The Broadcast template's text is only the broadcast's own labels, so one rendering serves every recipient.
-  const rendered = renderTemplate(template, { user: { name: "", username: "", email: "" }, labels: labelsOf(broadcast), data: {}, baseUrl });
+  const rendered = renderTemplate(template, {
+    user: { name: "", username: "", email: "" },
+    labels: labelsOf(broadcast),
+    data: {},
+    baseUrl: config.ACCESS_URL,
+  });
+  // Each recipient's object keeps the deployment's retention limits (docs/inbox.md, "Retention").
+  const limits = inboxLimits(config);
   let delivered = 0;
   await Promise.all(
     [...itemIds].map(([userId, id]) =>
       run(async () => {
         try {
-          await userInbox(env, userId).deliver({
-            id,
-            userId,
-            templateId: template.id,
-            templateGroup: template.group,
-            targets: broadcast.targets,
-            title: rendered.titleMarkdown,
-            content: rendered.bodyMarkdown,
-            icon: "",
-            actions: rendered.actions,
-            createdAt: broadcast.createdAt,
-          });
+          await userInbox(env, userId).deliver(
+            {
+              id,
+              userId,
+              templateId: template.id,
+              templateGroup: template.group,
+              targets: broadcast.targets,
+              title: rendered.titleMarkdown,
+              content: rendered.bodyMarkdown,
+              icon: "",
+              actions: rendered.actions,
+              createdAt: broadcast.createdAt,
+            },
+            limits,
+          );
           delivered += 1;
         } catch (error) {
           console.error(`[herald] broadcast ${broadcast.id}: an inbox delivery failed: ${error instanceof Error ? error.name : "error"}`);

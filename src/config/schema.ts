@@ -98,6 +98,10 @@ export const configSchema = z
     SESSIONS_MAX_PER_USER: z.coerce.number().int().min(1).max(10_000).default(50),
     /** How many watch sockets one user may hold at once; past it the oldest is closed with 4429. */
     WATCH_MAX_PER_USER: z.coerce.number().int().min(1).max(10_000).default(50),
+    /** How long an inbox keeps read and archived items (docs/inbox.md, "Retention"); unread ones are kept however old. */
+    INBOX_RETENTION: duration("365d"),
+    /** How many items one inbox holds before its oldest read or archived ones give way (docs/inbox.md, "Retention"). */
+    INBOX_MAX_ITEMS: z.coerce.number().int().min(1).max(10_000_000).default(100_000),
     /** Keys that sign embed tokens (docs/embed.md, "Signed embed tokens"); empty: no embed token is accepted. */
     EMBED_SIGNING_KEYS: embedSigningKeys,
     /**

@@ -33,7 +33,7 @@ export function withPlainTitle(item: InboxNotification): InboxNotification {
 
 /**
  * The items after a change frame: the named ids (or, for mark-all-as-read, every item that was unread: neither read
- * nor snoozed, docs/inbox.md) take the new values, and those no longer visible leave. `unseen`: the change names an
+ * nor snoozed, docs/inbox.md) take the new values, and those no longer visible leave, as removed ones do. `unseen`: the change names an
  * item the list does not show; `revealed`: it brings items back (unarchived, or woken from a snooze).
  */
 export function applyChange(
@@ -41,6 +41,11 @@ export function applyChange(
   change: InboxChange,
   shown: (id: string) => boolean,
 ): { items: InboxNotification[]; unseen: boolean; revealed: boolean } {
+  if ("removed" in change && change.removed) {
+    // Retention removed them (docs/inbox.md, "Retention"): they leave, and bring nothing in.
+    const gone = new Set(change.ids);
+    return { items: items.filter((item) => !gone.has(item.id)), unseen: false, revealed: false };
+  }
   const fields: Partial<InboxNotification> = {};
   if (change.read_at !== undefined) fields.read_at = change.read_at;
   // Only a change to named ids carries these (mark-all-as-read changes `read_at` alone).

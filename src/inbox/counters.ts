@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { inboxCounters, inboxTemplateCounts } from "./schema";
 import type { InboxStorage } from "./storage";
 
@@ -52,6 +52,11 @@ export class InboxCounters {
         set: { unread: sql`${inboxTemplateCounts.unread} + ${unread}`, total: sql`${inboxTemplateCounts.total} + ${total}` },
       })
       .run();
+  }
+
+  /** Retention removed a template's last items: it leaves the per-template counts, as it left the list. */
+  dropEmptyTemplates(): void {
+    this.storage.db.delete(inboxTemplateCounts).where(eq(inboxTemplateCounts.total, 0)).run();
   }
 
   /** Mark-all-as-read: nothing is unread any more, in any template. */

@@ -31,3 +31,17 @@ export function decideEmail(storage: InboxStorage, store: InboxStore, id: string
     .run();
   return { send };
 }
+
+/**
+ * Retention removes only read items (docs/inbox.md, "Retention"). A decision asked after the removal must answer as
+ * the item was, read, and not as for one that never arrived, so recent removed items get theirs now: a decision is
+ * only ever asked within DECISIONS_KEPT_MS of its item's creation. Runs in the sweep's transaction, before the rows go.
+ */
+export function decideRemoved(storage: InboxStorage, idsJson: string, now: number): void {
+  storage.sql.exec(
+    "INSERT OR IGNORE INTO email_decisions (notification_id, send, decided_at) SELECT id, 0, ? FROM inbox_notifications WHERE id IN (SELECT value FROM json_each(?)) AND created_at > ?",
+    nowIso(now),
+    idsJson,
+    nowIso(now - DECISIONS_KEPT_MS),
+  );
+}

@@ -25,6 +25,15 @@ export interface ListFilter extends InboxFilter {
   snoozed: Inclusion;
 }
 
+/**
+ * What the deployment lets one inbox hold (docs/inbox.md, "Retention"): INBOX_MAX_ITEMS and INBOX_RETENTION, handed to
+ * the inbox with every delivery.
+ */
+export interface InboxLimits {
+  maxItems: number;
+  retentionMs: number;
+}
+
 /** What the delivery pipeline hands the inbox; titles and content are Markdown. */
 export interface InboxDelivery {
   /** The notification message id: the idempotency key. */

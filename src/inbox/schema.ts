@@ -33,14 +33,17 @@ export const inboxNotifications = sqliteTable(
     index("inbox_visible").on(t.createdAt, t.id).where(sql`${t.archivedAt} IS NULL AND ${t.snoozedUntil} IS NULL`),
     // The alarm's next wake-up: the earliest snoozed item.
     index("inbox_snoozed").on(t.snoozedUntil).where(sql`${t.snoozedUntil} IS NOT NULL`),
+    // Retention, oldest first: the items that may give way, read and not snoozed (docs/inbox.md, "Retention").
+    index("inbox_removable").on(t.createdAt, t.id).where(sql`${t.readAt} IS NOT NULL AND ${t.snoozedUntil} IS NULL`),
   ],
 );
 
 /**
  * One row per (target, notification): the `targets` filter reads a target's notifications newest first here, instead
  * of opening every row's JSON array (docs/inbox.md, "Indexes"). Written in the transaction that delivers the
- * notification; a notification's targets and `created_at` never change and notifications are never deleted, so the
- * rows never need updating. The key is the whole row, so every lookup is answered by the key's index alone.
+ * notification and deleted in the one that removes it (docs/inbox.md, "Retention"); a notification's targets and
+ * `created_at` never change, so the rows never need updating. The key is the whole row, so every lookup is answered by
+ * the key's index alone.
  */
 export const inboxTargets = sqliteTable(
   "inbox_targets",
@@ -81,6 +84,33 @@ export const inboxCounters = sqliteTable("inbox_counters", {
 });
 
 export type InboxRow = typeof inboxNotifications.$inferSelect;
+
+/**
+ * The notifications retention removed in the last 7 days, with their `created_at`: a list page whose cursor
+ * (`starting_before`) is one of them still pages on from where it was (docs/inbox.md, "Retention").
+ */
+export const inboxRemoved = sqliteTable(
+  "inbox_removed",
+  {
+    id: text("id").primaryKey(),
+    createdAt: text("created_at").notNull(),
+    /** Epoch ms, for dropping the row after 7 days. */
+    removedAt: integer("removed_at").notNull(),
+  },
+  (t) => [index("inbox_removed_at").on(t.removedAt)],
+);
+
+/**
+ * The limits the Worker last gave this inbox (INBOX_MAX_ITEMS, INBOX_RETENTION) and when its last sweep finished: the
+ * alarm's retention duty reads them without a request (docs/inbox.md, "Retention"). One row, `id` 1.
+ */
+export const inboxRetention = sqliteTable("inbox_retention", {
+  id: integer("id").primaryKey(),
+  maxItems: integer("max_items").notNull(),
+  retentionMs: integer("retention_ms").notNull(),
+  /** Epoch ms; null until a sweep has finished. */
+  lastSweep: integer("last_sweep"),
+});
 
 /**
  * Read-aware e-mail decisions (docs/broadcasts.md): the first answer the object gave for a notification's e-mail copy,

@@ -169,12 +169,15 @@ export const InboxChangeFrame = named(
         read_at: timestamp.nullable().optional(),
         archived_at: timestamp.nullable().optional(),
         snoozed_until: timestamp.nullable().optional(),
+        // A removal carries no other field. Optional on this branch, so a client typed before it still compiles and,
+        // reading a change with no field, keeps its copy as it was.
+        removed: z.literal(true).optional(),
       }),
       z.strictObject({ all: z.literal(true), read_at: timestamp }),
     ]),
     unread_count: count,
   }),
-  "Watch frame sent only with `sync=true`: a change to existing notifications, whatever the filters. The fields present are those that changed, with their new values; `all: true` is mark-all-as-read (every notification that was unread).",
+  "Watch frame sent only with `sync=true`: a change to existing notifications, whatever the filters. The fields present are those that changed, with their new values; `all: true` is mark-all-as-read (every notification that was unread); `removed: true` means the inbox no longer holds these read or archived notifications (retention), and carries no other field.",
 );
 
 export const InboxWatchFrame = named(

@@ -2,6 +2,7 @@ import { and, asc, eq, inArray, isNotNull, isNull, lte, min, sql } from "drizzle
 import type * as z from "zod";
 import { inSlices } from "../db/slices";
 import type { InboxCounters } from "./counters";
+import { decideRemoved } from "./email-decisions";
 import { EventLog } from "./event-log";
 import { type Cursor, listStatement, type StateRow, selectionStatement } from "./list-sql";
 import { fallbackIcon, type InboxDelivery, type ListFilter, toInboxNotification } from "./model";
@@ -18,6 +19,19 @@ import type { InboxEvent, SequencedEvent } from "./watch";
 const PAGE_KEPT_MAX_CHARS = 32 * 1024;
 /** Ids per change event: a bulk change to more items is several events, so no row nears SQLite's 2 MB limit. */
 const IDS_PER_EVENT = 2_000;
+/**
+ * How long a removed item's `created_at` is kept for list cursors (docs/inbox.md, "Retention"): as long as the event
+ * log keeps its events at the least, well beyond any paging through a list.
+ */
+const REMOVED_KEPT_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** What may give way, oldest first: read and not snoozed, on the `inbox_removable` index (docs/inbox.md, "Retention"). */
+export const OLDEST_REMOVABLE =
+  "SELECT id, template_id, created_at, archived_at FROM inbox_notifications WHERE read_at IS NOT NULL AND snoozed_until IS NULL ORDER BY created_at, id LIMIT ?";
+/** The ids of one sweep, bound once as a JSON array. */
+const SWEPT_IDS = "SELECT value FROM json_each(?)";
+/** A removed item's targets rows, by their whole key (no index on the notification id is needed). */
+export const DELETE_SWEPT_TARGETS = `DELETE FROM inbox_targets WHERE (target, created_at, notification_id) IN (SELECT targets.value, n.created_at, n.id FROM inbox_notifications AS n, json_each(n.targets) AS targets WHERE n.id IN (${SWEPT_IDS}))`;
 
 const STATE_COLUMNS = {
   id: inboxNotifications.id,
@@ -43,6 +57,13 @@ export type InboxCounts = z.infer<typeof InboxCountsResponse>;
 
 /** A bulk action's selection: these ids (others' are simply not here), or what the list would show for a filter. */
 export type BulkSelection = { ids: string[] } | { filter: ListFilter };
+
+/** What one retention sweep did: its events, how many items it removed, and whether it filled its page (more may be due). */
+export interface Swept {
+  sequenced: SequencedEvent[];
+  removed: number;
+  more: boolean;
+}
 
 /** What a change did: the events it numbered, and whether a snooze started or ended (the alarm must follow). */
 export interface Changed {
@@ -92,9 +113,14 @@ export class InboxStore {
     }
   }
 
-  /** Stores a notification. Idempotent on the message id: a redelivery finds the row and numbers no event. */
+  /**
+   * Stores a notification. Idempotent on the message id: a redelivery finds the row, or the trace of its removal, and
+   * numbers no event.
+   */
   deliver(delivery: InboxDelivery): SequencedEvent[] {
     return this.transact(() => {
+      // Retention removed it (docs/inbox.md, "Retention"): a redelivery must not bring it back as new.
+      if (this.storage.sql.exec("SELECT 1 FROM inbox_removed WHERE id = ?", delivery.id).toArray().length > 0) return [];
       const inserted = this.storage.db
         .insert(inboxNotifications)
         .values({
@@ -188,6 +214,51 @@ export class InboxStore {
     return at === null ? undefined : Date.parse(at);
   }
 
+  /** The `created_at` of the oldest item that may give way (docs/inbox.md, "Retention"), if any may. */
+  oldestRemovable(): string | undefined {
+    const [row] = this.storage.sql.exec<{ created_at: string }>(OLDEST_REMOVABLE, 1).toArray();
+    return row?.created_at;
+  }
+
+  /**
+   * Removes, oldest first, the items that may give way (read and not snoozed: never an unread one) that are either
+   * created before `cutoff` or among the first `excess` — at most `page` of them (docs/inbox.md, "Retention"). One
+   * transaction: the rows, their targets rows, the counters, and one event per IDS_PER_EVENT ids, so the counts and
+   * `seq` stay exact and a synced watcher, live or resuming, drops them too. Each removed item's `created_at` is kept
+   * a while, so a list cursor naming it still pages on.
+   */
+  sweep(cutoff: string, excess: number, page: number, now: number): Swept {
+    return this.transact(() => {
+      const oldest = this.storage.sql
+        .exec<{ id: string; template_id: string; created_at: string; archived_at: string | null }>(OLDEST_REMOVABLE, page)
+        .toArray();
+      // Both rules pick a prefix of the same oldest-first order, so together they pick the longer prefix.
+      const end = oldest.findIndex((row, i) => i >= excess && row.created_at >= cutoff);
+      const gone = end === -1 ? oldest : oldest.slice(0, end);
+      if (gone.length === 0) return { sequenced: [], removed: 0, more: false };
+      const ids = gone.map((row) => row.id);
+      const idsJson = JSON.stringify(ids);
+      const { sql } = this.storage;
+      sql.exec(
+        `INSERT OR REPLACE INTO inbox_removed (id, created_at, removed_at) SELECT id, created_at, ? FROM inbox_notifications WHERE id IN (${SWEPT_IDS})`,
+        now,
+        idsJson,
+      );
+      decideRemoved(this.storage, idsJson, now);
+      sql.exec(DELETE_SWEPT_TARGETS, idsJson);
+      sql.exec(`DELETE FROM inbox_notifications WHERE id IN (${SWEPT_IDS})`, idsJson);
+      sql.exec("DELETE FROM inbox_removed WHERE removed_at < ?", now - REMOVED_KEPT_MS);
+      // Read and not snoozed: nothing removed was unread or snoozed, so those counts stand as they are.
+      this.counters.bump({ total: -gone.length, archived: -gone.filter((row) => row.archived_at !== null).length });
+      const perTemplate = new Map<string, number>();
+      for (const row of gone) perTemplate.set(row.template_id, (perTemplate.get(row.template_id) ?? 0) + 1);
+      for (const [templateId, removed] of perTemplate) this.counters.bumpTemplate(templateId, 0, -removed);
+      this.counters.dropEmptyTemplates();
+      const events: InboxEvent[] = inSlices(ids, IDS_PER_EVENT).map((slice) => ({ change: { ids: slice, removed: true as const } }));
+      return { sequenced: this.events.record(events), removed: gone.length, more: gone.length === page };
+    });
+  }
+
   /**
    * The inbox list: newest first, keyset-paged on (created_at, id) so equal timestamps are never skipped or repeated.
    * Run as SQL text kept per filter shape (src/inbox/list-sql.ts): this is the inbox's hottest call.
@@ -203,8 +274,13 @@ export class InboxStore {
     if (this.lastPage?.key === key) return answer(this.lastPage.json);
     let cursor: Cursor | undefined;
     if (startingBefore !== undefined) {
+      // A cursor that retention removed since still pages on from where it was (docs/inbox.md, "Retention").
       const [row] = this.storage.sql
-        .exec<{ created_at: string }>("SELECT created_at FROM inbox_notifications WHERE id = ?", startingBefore)
+        .exec<{ created_at: string }>(
+          "SELECT created_at FROM inbox_notifications WHERE id = ? UNION ALL SELECT created_at FROM inbox_removed WHERE id = ? LIMIT 1",
+          startingBefore,
+          startingBefore,
+        )
         .toArray();
       if (!row) return { ok: false, reason: "unknown_cursor" };
       cursor = { createdAt: row.created_at, id: startingBefore };

@@ -11,8 +11,9 @@ import { WatchConnections } from "./connections";
 import { InboxCounters } from "./counters";
 import { decideEmail } from "./email-decisions";
 import { InboxMessages } from "./messages";
-import type { InboxDelivery, InboxNotification, ListFilter } from "./model";
+import type { InboxDelivery, InboxLimits, InboxNotification, ListFilter } from "./model";
 import { toInboxNotification } from "./model";
+import { InboxRetention } from "./retention";
 import * as schema from "./schema";
 import type { BulkAction, InboxAction } from "./states";
 import type { InboxStorage } from "./storage";
@@ -28,7 +29,8 @@ export type ItemResult = { notification: InboxNotification; unreadCount: number 
  * together, each in a file of its own:
  * - the data (src/inbox/store.ts): rows, counters and numbered events, changed in transactions that commit together;
  * - the watch sockets (src/inbox/connections.ts): accepted with hibernation, replayed to, pushed to, closed;
- * - the alarm (src/inbox/alarm.ts), shared by its duties: waking snoozed items, closing sockets whose session ended.
+ * - the alarm (src/inbox/alarm.ts), shared by its duties: waking snoozed items, closing sockets whose session ended,
+ *   removing what retention lets go (src/inbox/retention.ts).
  * Every method runs on the object's single thread with synchronous SQLite, so a change and the frames it pushes can
  * never interleave with another request (docs/inbox.md).
  */
@@ -36,6 +38,7 @@ export class UserInbox extends DurableObject<Env> {
   private readonly storage: InboxStorage;
   private readonly store: InboxStore;
   private readonly sockets: WatchConnections;
+  private readonly retention: InboxRetention;
   private readonly alarms: SharedAlarm;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -43,7 +46,8 @@ export class UserInbox extends DurableObject<Env> {
     this.storage = { db: drizzle(ctx.storage, { schema }), sql: ctx.storage.sql, storage: ctx.storage };
     this.store = new InboxStore(this.storage, new InboxCounters(this.storage));
     this.sockets = new WatchConnections(ctx);
-    this.alarms = new SharedAlarm(ctx.storage, [this.snoozeWakes, this.sessionExpiries]);
+    this.retention = new InboxRetention(this.storage, this.store);
+    this.alarms = new SharedAlarm(ctx.storage, [this.snoozeWakes, this.sessionExpiries, this.retentionSweeps]);
     void ctx.blockConcurrencyWhile(async () => {
       await migrate(this.storage.db, migrations);
     });
@@ -81,13 +85,31 @@ export class UserInbox extends DurableObject<Env> {
   };
 
   /**
-   * Stores a notification and pushes it to matching watchers. Idempotent on the message id: a redelivery finds the
-   * row, stores nothing and pushes nothing.
+   * Read and archived items give way to retention (docs/inbox.md, "Retention"): past INBOX_RETENTION, or the oldest
+   * beyond INBOX_MAX_ITEMS, a page per run. Removals are events like any change, pushed to synced watchers.
    */
-  deliver(delivery: InboxDelivery): { stored: boolean; unreadCount: number } {
+  private readonly retentionSweeps: AlarmDuty = {
+    nextDue: (now) => this.retention.nextDue(now),
+    run: (now) => {
+      this.sockets.push(this.retention.sweepDue(now));
+    },
+  };
+
+  /**
+   * Stores a notification and pushes it to matching watchers. Idempotent on the message id: a redelivery finds the
+   * row, stores nothing and pushes nothing. `limits` are the deployment's INBOX_MAX_ITEMS and INBOX_RETENTION, which
+   * the object keeps for its alarm; a delivery that takes the inbox past the cap schedules a sweep at once.
+   */
+  async deliver(delivery: InboxDelivery, limits: InboxLimits): Promise<{ stored: boolean; unreadCount: number }> {
     const sequenced = this.store.deliver(delivery);
     this.sockets.push(sequenced);
-    return { stored: sequenced.length > 0, unreadCount: this.store.counters.get("unread") };
+    const unreadCount = this.store.counters.get("unread");
+    // New limits may move a sweep (only if something may go at all); an item past the cap makes one due at once.
+    const newLimits = this.retention.follow(limits);
+    if ((newLimits && this.retention.removable() > 0) || (sequenced.length > 0 && this.retention.overCap(limits))) {
+      await this.alarms.rearm(Date.now());
+    }
+    return { stored: sequenced.length > 0, unreadCount };
   }
 
   /** Read-aware e-mail: whether the e-mail copy of notification `id` goes out now (src/inbox/email-decisions.ts). */
@@ -123,25 +145,49 @@ export class UserInbox extends DurableObject<Env> {
   }
 
   private async changeOne(id: string, action: InboxAction): Promise<ItemResult> {
+    const removable = this.retention.removable();
     const result = this.store.changeOne(id, action, nowIso());
     if (!result) return null;
     this.sockets.push(result.sequenced);
-    if (result.snoozesMoved) await this.alarms.rearm(Date.now());
-    return { notification: toInboxNotification(result.row), unreadCount: this.store.counters.get("unread") };
+    const answer = { notification: toInboxNotification(result.row), unreadCount: this.store.counters.get("unread") };
+    await this.followChange(result.snoozesMoved, removable);
+    return answer;
   }
 
   /** mark-all-as-read: every unread notification becomes read now (docs/inbox.md, "Item states"). */
-  markAllRead(): { unreadCount: number } {
+  async markAllRead(): Promise<{ unreadCount: number }> {
+    const removable = this.retention.removable();
     this.sockets.push(this.store.markAllRead(nowIso()));
+    await this.followChange(false, removable);
     return { unreadCount: 0 };
   }
 
   /** A bulk action in one transaction: every selected item that the action changes, or none. */
   async bulk(action: BulkAction, selection: BulkSelection): Promise<{ updated: number; unreadCount: number }> {
+    const removable = this.retention.removable();
     const result = this.store.bulk(action, selection, nowIso());
     this.sockets.push(result.sequenced);
-    if (result.snoozesMoved) await this.alarms.rearm(Date.now());
-    return { updated: result.updated, unreadCount: this.store.counters.get("unread") };
+    const answer = { updated: result.updated, unreadCount: this.store.counters.get("unread") };
+    await this.followChange(result.snoozesMoved, removable);
+    return answer;
+  }
+
+  /**
+   * The alarm follows a change that moved a snooze, or that let more items give way to retention (read or archived:
+   * one may be old enough already, or the inbox over its cap). `removable` is how many could before the change.
+   */
+  private async followChange(snoozesMoved: boolean, removable: number): Promise<void> {
+    if (snoozesMoved || this.retention.removable() > removable) await this.alarms.rearm(Date.now());
+  }
+
+  /**
+   * One retention sweep at `now` under `limits`, as the alarm runs it under the kept ones (docs/inbox.md, "Retention"):
+   * how many items it removed and whether it filled its page. Given both, a test controls the clock and the limits.
+   */
+  sweep(now: number, limits: InboxLimits): { removed: number; more: boolean } {
+    const swept = this.retention.sweep(now, limits);
+    this.sockets.push(swept.sequenced);
+    return { removed: swept.removed, more: swept.more };
   }
 
   /** Wakes every item whose snooze is due at `now` (epoch ms); returns how many woke. */

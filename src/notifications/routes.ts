@@ -2,6 +2,7 @@ import { and, asc, count, desc, eq, type SQL } from "drizzle-orm";
 import { type Context, Hono } from "hono";
 import * as z from "zod";
 import { auditInsert } from "../audit/log";
+import { CUSTOM_NOTIFICATIONS, limitCustomNotifications } from "../auth/rate-limit";
 import { requireAuth } from "../auth/session";
 import { assertCan, assertScope, can } from "../authz/guard";
 import { formatDuration } from "../config/duration";
@@ -114,6 +115,9 @@ export const notificationRoutes = new Hono<AppEnv>()
       responses: [{ status: 204, description: NO_BODY }],
       errors: errors(
         { 403: `The caller is a system user: \`${NotificationsMessages.systemUserForbidden}\`, \`${NotificationsMessages.systemUserCustom}\`` },
+        {
+          429: `The caller sent ${CUSTOM_NOTIFICATIONS.limit} custom notifications in the last minute, with every credential together (docs/security.md, "What one user can make Herald hold"): \`${Messages.rateLimited("N", "D")}\`, with \`Retry-After\`.`,
+        },
         { 500: "Sending the custom notification failed." },
       ),
     }),
@@ -126,6 +130,8 @@ export const notificationRoutes = new Hono<AppEnv>()
         if (auth.user.isSystem) throw forbidden(NotificationsMessages.systemUserForbidden, NotificationsMessages.systemUserCustom);
         assertCan(c, "create", message);
       }
+      // After validation and the permission check: only a request that would fill the inbox counts.
+      await limitCustomNotifications(c);
       const body = c.req.valid("json");
       await enqueueNotification(
         c.env,

@@ -1,5 +1,4 @@
-import { generateAuthenticationOptions, verifyAuthenticationResponse } from "@simplewebauthn/server";
-import { isoBase64URL } from "@simplewebauthn/server/helpers";
+import { encodeBase64urlNoPadding } from "@oslojs/encoding";
 import { and, eq, isNull, lt } from "drizzle-orm";
 import type { Context } from "hono";
 import type * as z from "zod";
@@ -11,6 +10,7 @@ import { nowIso } from "../lib/crypto";
 import { CHALLENGE_TTL_MS, challengeIsLive, newChallenge, presentedChallenge, spendChallenge } from "./challenges";
 import { userHandleOf } from "./registration";
 import type { AuthenticationResponseBody, PublicKeyCredentialRequestOptions } from "./schemas";
+import { CeremonyRefused, verifyAssertion } from "./webauthn";
 
 /**
  * Using a passkey (docs/passkeys.md): request options and the verification of an assertion, for every ceremony
@@ -64,25 +64,13 @@ export async function passkeyRequestOptions(c: Context<AppEnv>, target: Assertio
     allowCredentials = held;
   }
   const challenge = await newChallenge(db, target.purpose, target.purpose === "login" ? null : target.userId);
-  const userVerification = needsUserVerification(target) ? "required" : "preferred";
-  const options = await generateAuthenticationOptions({
-    rpID: config.rpId,
-    allowCredentials,
-    challenge: challenge.bytes,
-    timeout: CHALLENGE_TTL_MS,
-    userVerification,
-  });
   await challenge.insert;
   return {
-    rpId: options.rpId ?? config.rpId,
-    challenge: options.challenge,
-    allowCredentials: (options.allowCredentials ?? []).map(({ id, transports }) => ({
-      id,
-      type: "public-key" as const,
-      transports: transports ?? [],
-    })),
-    timeout: options.timeout ?? CHALLENGE_TTL_MS,
-    userVerification,
+    rpId: config.rpId,
+    challenge: challenge.text,
+    allowCredentials: allowCredentials.map(({ id, transports }) => ({ id, type: "public-key" as const, transports })),
+    timeout: CHALLENGE_TTL_MS,
+    userVerification: needsUserVerification(target) ? "required" : "preferred",
   };
 }
 
@@ -99,8 +87,8 @@ export type Admit = (passkey: PasskeyRow) => void | Promise<void>;
  * 1. the challenge in `clientDataJSON` must be live for this purpose (and user);
  * 2. the credential id must name a passkey (for `mfa` and `step-up`, one of the user's) that is not suspect;
  * 3. a user handle, when the authenticator gives one (it must for `login`), must be the passkey's user;
- * 4. SimpleWebAuthn checks the type, challenge, origin (ACCESS_URL's), RP id hash, user presence, user verification
- *    where required, and the signature with the stored public key;
+ * 4. the ceremony's checks (src/passkeys/webauthn.ts): the type, challenge, origin (ACCESS_URL's), RP id hash, user
+ *    presence, user verification where required, and the signature with the stored public key;
  * 5. `admit`, if given, runs;
  * 6. the challenge is spent (of a replay racing the original, one gets it);
  * 7. the signature counter must have moved forward, unless it is 0 on both sides (authenticators that keep none); if
@@ -131,40 +119,30 @@ export async function verifyPasskeyAssertion(
   if (passkey.suspectAt !== null) throw new PasskeyRefused("suspect");
 
   const handle = response.response.userHandle ?? undefined;
-  if (handle === undefined ? target.purpose === "login" : handle !== isoBase64URL.fromBuffer(userHandleOf(passkey.userId))) {
+  if (handle === undefined ? target.purpose === "login" : handle !== encodeBase64urlNoPadding(userHandleOf(passkey.userId))) {
     throw new PasskeyRefused("not-verified");
   }
 
-  const verification = await verifyAuthenticationResponse({
-    response: {
-      id: response.id,
-      rawId: response.rawId,
-      type: response.type,
-      response: { ...response.response, userHandle: handle },
-      clientExtensionResults: {},
-    },
-    expectedChallenge: challenge,
-    expectedOrigin: config.origin,
-    expectedRPID: config.rpId,
-    // The counter is compared below, once the signature is known to be good: SimpleWebAuthn compares it before, and
-    // a forged assertion must not be able to mark someone's passkey suspect. A stored 0 turns its comparison off.
-    credential: { id: passkey.credentialId, publicKey: isoBase64URL.toBuffer(passkey.publicKey), counter: 0 },
-    requireUserVerification: needsUserVerification(target),
-  }).catch(() => {
-    throw new PasskeyRefused("not-verified");
+  // The counter is only reported here and judged below, once the signature is known to be good: a forged assertion
+  // must not be able to mark someone's passkey suspect.
+  const { counter: newCounter, backedUp } = await verifyAssertion(response, passkey.publicKey, {
+    challenge,
+    origin: config.origin,
+    rpId: config.rpId,
+    userVerification: needsUserVerification(target),
+  }).catch((error: unknown) => {
+    throw error instanceof CeremonyRefused ? new PasskeyRefused("not-verified") : error;
   });
-  if (!verification.verified) throw new PasskeyRefused("not-verified");
 
   await admit?.(passkey);
   if (!(await spendChallenge(db, challenge, target.purpose, userId))) throw new PasskeyRefused("challenge");
 
-  const { newCounter, credentialBackedUp } = verification.authenticationInfo;
   const now = nowIso();
   const counted = newCounter !== 0 || passkey.signCount !== 0;
   // Compare-and-set: of two assertions racing with the same counter, one moves it and the other is the backward one.
   const [updated] = await db
     .update(passkeys)
-    .set({ signCount: newCounter, lastUsedAt: now, backedUp: credentialBackedUp })
+    .set({ signCount: newCounter, lastUsedAt: now, backedUp })
     .where(and(eq(passkeys.id, passkey.id), isNull(passkeys.suspectAt), counted ? lt(passkeys.signCount, newCounter) : eq(passkeys.signCount, 0)))
     .returning();
   if (updated) return updated;

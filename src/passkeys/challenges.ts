@@ -1,4 +1,4 @@
-import { isoBase64URL } from "@simplewebauthn/server/helpers";
+import { decodeBase64urlIgnorePadding, encodeBase64urlNoPadding } from "@oslojs/encoding";
 import { and, eq, gt, isNull, lt } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { webauthnChallenges } from "../db/schema";
@@ -16,17 +16,17 @@ export type ChallengePurpose = (typeof webauthnChallenges.$inferSelect)["purpose
 /** How long a challenge lives; also the `timeout` the options give the browser. */
 export const CHALLENGE_TTL_MS = 5 * 60 * 1000;
 
-/** A fresh challenge: its bytes for the options, and the insert that records it (run it before answering). */
+/** A fresh challenge: its base64url for the options, and the insert that records it (run it before answering). */
 export async function newChallenge(db: Database, purpose: ChallengePurpose, userId: string | null, now = Date.now()) {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  const text = encodeBase64urlNoPadding(crypto.getRandomValues(new Uint8Array(32)));
   const insert = db.insert(webauthnChallenges).values({
-    challengeHash: await sha256Hex(isoBase64URL.fromBuffer(bytes)),
+    challengeHash: await sha256Hex(text),
     purpose,
     userId,
     expiresAt: nowIso(now + CHALLENGE_TTL_MS),
     createdAt: nowIso(now),
   });
-  return { bytes, insert };
+  return { text, insert };
 }
 
 /**
@@ -35,7 +35,7 @@ export async function newChallenge(db: Database, purpose: ChallengePurpose, user
  */
 export function presentedChallenge(clientDataJSON: string): string | undefined {
   try {
-    const parsed: unknown = JSON.parse(isoBase64URL.toUTF8String(clientDataJSON));
+    const parsed: unknown = JSON.parse(new TextDecoder().decode(decodeBase64urlIgnorePadding(clientDataJSON)));
     const challenge = parsed !== null && typeof parsed === "object" && "challenge" in parsed ? parsed.challenge : undefined;
     return typeof challenge === "string" && challenge.length <= 128 ? challenge : undefined;
   } catch {

@@ -1,9 +1,9 @@
-import { generateRegistrationOptions, verifyRegistrationResponse } from "@simplewebauthn/server";
-import { isoBase64URL, isoUint8Array } from "@simplewebauthn/server/helpers";
+import { encodeBase64urlNoPadding } from "@oslojs/encoding";
 import { count, eq } from "drizzle-orm";
 import type { Context } from "hono";
 import type * as z from "zod";
 import { auditInsert } from "../audit/log";
+import { changeFactors, commitAccountChanges } from "../auth/account-changes";
 import { type PasskeyRow, passkeys, type UserRow } from "../db/schema";
 import { dbFor } from "../db/session";
 import { badRequest, conflict } from "../http/errors";
@@ -13,17 +13,16 @@ import { isUniqueViolation } from "../users/service";
 import { CHALLENGE_TTL_MS, challengeIsLive, newChallenge, presentedChallenge, spendChallenge } from "./challenges";
 import { PasskeyMessages } from "./messages";
 import type { addPasskeyBody, PublicKeyCredentialCreationOptions } from "./schemas";
+import { CeremonyRefused, PASSKEY_ALGORITHMS, verifyRegistration } from "./webauthn";
 
 /**
  * Adding a passkey (docs/passkeys.md, "Adding a passkey"): the creation options, then the authenticator's answer
- * verified by SimpleWebAuthn against this deployment's relying party (ACCESS_URL) and the challenge, and stored.
+ * verified (src/passkeys/webauthn.ts) against this deployment's relying party (ACCESS_URL) and the challenge, and
+ * stored.
  */
 
 /** How many passkeys one user may hold (docs/security.md, "What one user can make Herald hold"). */
 export const PASSKEYS_MAX_PER_USER = 20;
-
-/** COSE algorithm ids: ES256 (ECDSA P-256 with SHA-256) and RS256 (RSASSA-PKCS1-v1_5 with SHA-256). */
-const PASSKEY_ALGORITHMS = [-7, -257];
 
 /** Transports WebAuthn defines; any other hint a browser sends is dropped rather than stored. */
 const TRANSPORTS = new Set(["usb", "nfc", "ble", "smart-card", "hybrid", "internal", "cable"]);
@@ -32,7 +31,7 @@ const TRANSPORTS = new Set(["usb", "nfc", "ble", "smart-card", "hybrid", "intern
 const RP_NAME = "Herald";
 
 /** The WebAuthn user handle: the user's id, so a discoverable credential names its account without any personal data. */
-export const userHandleOf = (userId: string) => isoUint8Array.fromUTF8String(userId);
+export const userHandleOf = (userId: string) => new TextEncoder().encode(userId);
 
 const knownTransports = (transports: readonly string[] | undefined): string[] => (transports ?? []).filter((t) => TRANSPORTS.has(t));
 
@@ -48,36 +47,23 @@ export async function registrationOptions(c: Context<AppEnv>, user: UserRow): Pr
     .from(passkeys)
     .where(eq(passkeys.userId, user.id));
   const challenge = await newChallenge(db, "register", user.id);
-  const options = await generateRegistrationOptions({
-    rpName: RP_NAME,
-    rpID: config.rpId,
-    // What the authenticator shows in its account list: the e-mail Herald's users sign in with, else the username.
-    userName: user.email || user.username,
-    userDisplayName: user.name || user.username,
-    userID: userHandleOf(user.id),
-    challenge: challenge.bytes,
-    timeout: CHALLENGE_TTL_MS,
-    attestationType: "none",
-    excludeCredentials: held.map((p) => ({ id: p.credentialId, transports: p.transports })),
-    authenticatorSelection: { residentKey: "required", userVerification: "required" },
-    supportedAlgorithmIDs: PASSKEY_ALGORITHMS,
-  });
   await challenge.insert;
   return {
-    challenge: options.challenge,
-    rp: { name: options.rp.name, id: options.rp.id ?? config.rpId },
-    user: options.user,
-    pubKeyCredParams: options.pubKeyCredParams.map(({ alg, type }) => ({ alg, type })),
-    timeout: options.timeout ?? CHALLENGE_TTL_MS,
+    challenge: challenge.text,
+    rp: { name: RP_NAME, id: config.rpId },
+    user: {
+      id: encodeBase64urlNoPadding(userHandleOf(user.id)),
+      // What the authenticator shows in its account list: the e-mail Herald's users sign in with, else the username.
+      name: user.email || user.username,
+      displayName: user.name || user.username,
+    },
+    pubKeyCredParams: PASSKEY_ALGORITHMS.map((alg) => ({ alg, type: "public-key" as const })),
+    timeout: CHALLENGE_TTL_MS,
     attestation: "none",
-    excludeCredentials: (options.excludeCredentials ?? []).map(({ id, transports }) => ({
-      id,
-      type: "public-key" as const,
-      transports: transports ?? [],
-    })),
+    excludeCredentials: held.map(({ credentialId, transports }) => ({ id: credentialId, type: "public-key" as const, transports })),
     authenticatorSelection: { residentKey: "required", requireResidentKey: true, userVerification: "required" },
     extensions: { credProps: true },
-    hints: options.hints ?? [],
+    hints: [],
   };
 }
 
@@ -87,9 +73,6 @@ function defaultName(backupEligible: boolean, attachment: string | null | undefi
   if (attachment === "cross-platform") return "Security key";
   return "Passkey";
 }
-
-/** The reason SimpleWebAuthn gives for a refusal, for the 400's detail: it names what did not match, never a secret. */
-const reasonOf = (error: unknown) => (error instanceof Error && error.message ? error.message : undefined);
 
 /**
  * Verifies the authenticator's answer to the options `registrationOptions` gave `user` and stores the passkey. A
@@ -106,50 +89,41 @@ export async function registerPasskey(c: Context<AppEnv>, user: UserRow, body: z
   const challenge = presentedChallenge(body.response.response.clientDataJSON);
   const unusable = () => badRequest(PasskeyMessages.registrationRefused, { detail: PasskeyMessages.challengeUnusable });
   if (challenge === undefined || !(await challengeIsLive(db, challenge, "register", user.id))) throw unusable();
-  const verification = await verifyRegistrationResponse({
-    // The attachment is only a hint, and the extension results are not used: neither is passed on.
-    response: {
-      id: body.response.id,
-      rawId: body.response.rawId,
-      type: body.response.type,
-      response: body.response.response,
-      clientExtensionResults: {},
-    },
-    expectedChallenge: challenge,
-    expectedOrigin: config.origin,
-    expectedRPID: config.rpId,
-    requireUserVerification: true,
-    supportedAlgorithmIDs: PASSKEY_ALGORITHMS,
+  const credential = await verifyRegistration(body.response, {
+    challenge,
+    origin: config.origin,
+    rpId: config.rpId,
+    userVerification: true,
   }).catch((error: unknown) => {
-    const detail = reasonOf(error);
-    throw badRequest(PasskeyMessages.registrationRefused, detail ? { detail } : {});
+    // The detail names what did not match, never a secret (src/passkeys/messages.ts, CeremonyDetails).
+    throw error instanceof CeremonyRefused ? badRequest(PasskeyMessages.registrationRefused, { detail: error.message }) : error;
   });
-  if (!verification.verified) throw badRequest(PasskeyMessages.registrationRefused, { detail: PasskeyMessages.attestationUnverified });
-  const { credential, credentialDeviceType, credentialBackedUp } = verification.registrationInfo;
   // Verified: this answer is the challenge's one use (of a replay racing it, one gets it).
   if (!(await spendChallenge(db, challenge, "register", user.id))) throw unusable();
 
   const now = nowIso();
-  const backupEligible = credentialDeviceType === "multiDevice";
   const row: PasskeyRow = {
     id: crypto.randomUUID(),
     userId: user.id,
     credentialId: credential.id,
-    publicKey: isoBase64URL.fromBuffer(credential.publicKey),
+    publicKey: credential.publicKey,
     signCount: credential.counter,
     transports: knownTransports(body.response.response.transports),
-    name: body.name ?? defaultName(backupEligible, body.response.authenticatorAttachment),
-    backupEligible,
-    backedUp: credentialBackedUp,
+    name: body.name ?? defaultName(credential.backupEligible, body.response.authenticatorAttachment),
+    backupEligible: credential.backupEligible,
+    backedUp: credential.backedUp,
     createdAt: now,
     lastUsedAt: null,
     suspectAt: null,
   };
   try {
-    await db.batch([
-      db.insert(passkeys).values(row),
-      auditInsert(db, c, { action: "create", resourceType: "passkey", resourceId: row.id, diff: { owner: user.id, name: row.name } }),
-    ]);
+    // A new factor: what was cached about the user (whether they have one, for MFA_REQUIRED_ROLES) is stale.
+    await commitAccountChanges(
+      c,
+      db,
+      [changeFactors(user.id, [db.insert(passkeys).values(row)])],
+      [auditInsert(db, c, { action: "create", resourceType: "passkey", resourceId: row.id, diff: { owner: user.id, name: row.name } })],
+    );
   } catch (error) {
     // The credential id is already one of this deployment's passkeys, this user's or another's (WebAuthn's rule).
     if (isUniqueViolation(error)) throw conflict(PasskeyMessages.alreadyRegistered);

@@ -2,10 +2,13 @@ import { and, desc, eq } from "drizzle-orm";
 import { type Context, Hono } from "hono";
 import * as z from "zod";
 import { auditInsert } from "../audit/log";
+import { changeFactors, commitAccountChanges } from "../auth/account-changes";
 import { AuthMessages } from "../auth/messages";
+import { factorsOf, removeFactorLeftovers } from "../auth/mfa/factors";
 import { limitPerIp, limitSensitive } from "../auth/rate-limit";
-import { refuseCrossSite, requireAuth } from "../auth/session";
+import { refuseCrossSite, requireAuth, requireAuthToEnrol } from "../auth/session";
 import { startSession } from "../auth/sign-in";
+import { requireRecentAuth } from "../auth/step-up";
 import { assertCan } from "../authz/guard";
 import { type PasskeyRow, passkeys, type UserRow, users } from "../db/schema";
 import { dbFor } from "../db/session";
@@ -149,7 +152,8 @@ export const passkeyRoutes = new Hono<AppEnv>()
       responses: [{ status: 200, description: "The options for `navigator.credentials.create()`.", schema: PublicKeyCredentialCreationOptions }],
       errors: errors(ENROL_403, USER_404, RATE),
     }),
-    requireAuth,
+    requireAuthToEnrol,
+    requireRecentAuth,
     async (c) => {
       const user = await enrollingUser(c);
       await limitSensitive(c, "passkey-options", user.id);
@@ -177,7 +181,8 @@ export const passkeyRoutes = new Hono<AppEnv>()
         RATE,
       ),
     }),
-    requireAuth,
+    requireAuthToEnrol,
+    requireRecentAuth,
     jsonBody(addPasskeyBody),
     async (c) => {
       const body = c.req.valid("json");
@@ -225,6 +230,7 @@ export const passkeyRoutes = new Hono<AppEnv>()
       errors: errors(noPermission("delete this user's API keys"), USER_404, { 404: "The passkey is not one of this user's." }),
     }),
     requireAuth,
+    requireRecentAuth,
     async (c) => {
       const user = await resolveUser(c, c.req.param("user"));
       assertCan(c, "delete", { type: "api_key", ownerId: user.id });
@@ -232,12 +238,19 @@ export const passkeyRoutes = new Hono<AppEnv>()
       if (!isUuidShaped(id)) throw notFound();
       const db = dbFor(c, "write");
       const which = and(eq(passkeys.id, canonicalId(id)), eq(passkeys.userId, user.id));
-      const [found] = await db.select({ id: passkeys.id, name: passkeys.name }).from(passkeys).where(which).limit(1);
-      if (!found) throw notFound();
-      await db.batch([
-        db.delete(passkeys).where(which),
-        auditInsert(db, c, { action: "delete", resourceType: "passkey", resourceId: found.id, diff: { owner: user.id, name: found.name } }),
+      const [[found], factors] = await Promise.all([
+        db.select({ id: passkeys.id, name: passkeys.name, suspectAt: passkeys.suspectAt }).from(passkeys).where(which).limit(1),
+        factorsOf(db, user.id),
       ]);
+      if (!found) throw notFound();
+      // The last usable factor going: the recovery codes go with it, as when the authenticator app is removed.
+      const lastFactor = !factors.totp && factors.passkeys === (found.suspectAt === null ? 1 : 0);
+      await commitAccountChanges(
+        c,
+        db,
+        [changeFactors(user.id, [db.delete(passkeys).where(which), ...(lastFactor ? removeFactorLeftovers(db, user.id) : [])])],
+        [auditInsert(db, c, { action: "delete", resourceType: "passkey", resourceId: found.id, diff: { owner: user.id, name: found.name } })],
+      );
       return c.body(null, 204);
     },
   );

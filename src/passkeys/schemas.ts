@@ -7,9 +7,8 @@ import { userPath } from "../users/schemas";
 
 /**
  * The passkey routes' request and response schemas (docs/api.md, "Passkeys"). The WebAuthn JSON a browser's
- * `PublicKeyCredential.toJSON()` makes is checked for its shape and bounded in size here; what it proves is
- * SimpleWebAuthn's to verify (src/passkeys/registration.ts, src/passkeys/assertion.ts). Unknown fields, such as
- * `clientExtensionResults`, are ignored.
+ * `PublicKeyCredential.toJSON()` makes is checked for its shape and bounded in size here; what it proves is verified
+ * by src/passkeys/webauthn.ts. Unknown fields, such as `clientExtensionResults`, are ignored.
  */
 
 /** Unpadded base64url, as WebAuthn's JSON encodes bytes; `max` bounds the text, so the bytes decoded too. */

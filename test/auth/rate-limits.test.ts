@@ -2,6 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { claimPasscodeMail, PASSCODE_MAILS } from "../../src/auth/password-reset";
+import { CUSTOM_NOTIFICATIONS } from "../../src/auth/rate-limit";
 import { database } from "../../src/db/client";
 import type { Env } from "../../src/env";
 import { Messages } from "../../src/http/errors";
@@ -11,7 +12,8 @@ import { UserMessages } from "../../src/users/messages";
 import { BASE, call, createUser, expectError, fetchApp } from "../helpers";
 import { requestPasscodeSettled } from "./passcode-helpers";
 
-// Limits on every password check and on minting credentials, and caps on passcode mail (docs/security.md).
+// Limits on every password check and on minting credentials, on custom notifications, and caps on passcode mail
+// (docs/security.md).
 
 /** Calls until a 429 arrives (at most `tries`); the local limiter counts in clock-aligned windows, hence 2× the limit. */
 async function untilLimited(send: () => Promise<Response>, tries = 24): Promise<Response> {
@@ -95,6 +97,50 @@ describe('login sessions per user (docs/security.md, "What one user can make Her
     sessions.push(await signIn());
     expect(await Promise.all(sessions.map(me))).toEqual([401, 200, 200, 200]);
     expect(await me(apiToken)).toBe(200);
+  });
+});
+
+describe('custom notifications per user (docs/security.md, "What one user can make Herald hold")', () => {
+  it("POST /notifications/custom past 60 a minute: 429 with Retry-After, every credential of the user together; a refused one stores nothing", async () => {
+    const user = await createUser();
+    // The template off for this user: every accepted request still records its messages (inhibited), and nothing
+    // reaches the shared peers.
+    const off = await call("PUT", `/users/${user.id}/notifications/preferences`, {
+      token: user.token,
+      body: { template_disabled_map: { [TEMPLATE_IDS.custom]: true } },
+    });
+    expect(off.status).toBe(200);
+    const minted = await call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: "sender" } });
+    const apiToken = (await minted.json<{ key: string }>()).key;
+    const messages = async (userId: string) =>
+      (
+        await env.DB.prepare("SELECT count(*) AS n FROM notification_messages WHERE user_id = ? AND template_id = ?")
+          .bind(userId, TEMPLATE_IDS.custom)
+          .first<{ n: number }>()
+      )?.n ?? 0;
+    const custom = (token: string, content: Record<string, string> = { title: "again" }) =>
+      call("POST", "/notifications/custom", { token, body: { content } });
+
+    let accepted = 0;
+    const limited = await untilLimited(
+      async () => {
+        // The session and the API token by turns: the budget is the user's, not a credential's.
+        const res = await custom(accepted % 2 === 0 ? user.token : apiToken);
+        if (res.status === 204) accepted += 1;
+        return res;
+      },
+      2 * CUSTOM_NOTIFICATIONS.limit + 2,
+    );
+    expect((await expectError(limited, 429)).message).toBe(Messages.rateLimited(CUSTOM_NOTIFICATIONS.limit, "1m0s"));
+    expect(limited.headers.get("Retry-After")).toBe(String(CUSTOM_NOTIFICATIONS.periodSeconds));
+    expect(accepted).toBeGreaterThanOrEqual(CUSTOM_NOTIFICATIONS.limit);
+    // One message per method for each accepted request (the e-mail copy and the inbox copy), none for the refused one.
+    expect(await messages(user.id)).toBe(2 * accepted);
+    // Only what would fill the inbox counts: a malformed request is still answered for what it is.
+    await expectError(await custom(user.token, { title: "", message: " " }), 400);
+    // Another user's budget is their own.
+    const other = await createUser();
+    expect((await custom(other.token)).status).toBe(204);
   });
 });
 

@@ -54,10 +54,13 @@ describe('the routes that need a recent sign-in (docs/second-factor.md, "Step-up
         "DELETE /api/v2/users/{user}/keys/{id}",
         "DELETE /api/v2/users/{user}/mfa",
         "DELETE /api/v2/users/{user}/mfa/totp",
+        "DELETE /api/v2/users/{user}/passkeys/{id}",
         "POST /api/v2/users/{user}/keys/tokens",
         "POST /api/v2/users/{user}/mfa/recovery-codes",
         "POST /api/v2/users/{user}/mfa/totp",
         "POST /api/v2/users/{user}/mfa/totp/confirm",
+        "POST /api/v2/users/{user}/passkeys",
+        "POST /api/v2/users/{user}/passkeys/options",
         "PUT /api/v2/users/{user}/roles",
       ].sort(),
     );

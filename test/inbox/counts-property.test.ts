@@ -1,7 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import * as fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { InboxNotification } from "../../src/inbox/model";
+import type { InboxLimits, InboxNotification } from "../../src/inbox/model";
+import { SWEEP_PAGE } from "../../src/inbox/retention";
 import type { BulkAction } from "../../src/inbox/states";
 import type { UserInbox } from "../../src/inbox/user-inbox";
 import { call, createUser, json, type TestUser } from "../helpers";
@@ -15,6 +16,7 @@ import {
   framesUntil,
   type ItemBody,
   inbox,
+  LIMITS,
   type ListBody,
   list,
   listAll,
@@ -34,6 +36,8 @@ import {
 // not from src/inbox/states.ts. Between changes it also lists with random filters (several templates and targets,
 // some matching nothing, with read_status, archived and snoozed) in small pages, and checks each page against the
 // model: the filters' indexes and side table (docs/inbox.md, "Indexes") must select what the rules say, in order.
+// Retention sweeps (docs/inbox.md, "Retention") run between the changes too, under random caps and cutoffs: the model
+// removes what the rules there say, and the counts, the seq and a synced copy must follow.
 
 const TEMPLATES = [TEMPLATE_A, TEMPLATE_B, "5d0f4b3e-9a57-4c2e-8a43-2f0c8f1e6b7d"] as const;
 const TARGETS = ["0b8e5f0c-3a61-4e8b-9f3c-6d2a1c7e4b90", "7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f"] as const;
@@ -72,6 +76,7 @@ type ListQuery = BulkFilter & { snoozed?: "exclude" | "include" | "only" };
 /** Newest first, as the list orders: created_at, then id, both compared as SQLite compares text. */
 const newestFirst = (a: ModelItem, b: ModelItem) =>
   a.createdAt !== b.createdAt ? (a.createdAt < b.createdAt ? 1 : -1) : a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+const oldestFirst = (a: ModelItem, b: ModelItem) => newestFirst(b, a);
 
 type Action = { kind: BulkAction } | { kind: "snooze"; until: string } | { kind: "wake" };
 type Field = "readAt" | "archivedAt" | "snoozedUntil";
@@ -170,6 +175,33 @@ class Model {
     if (unread.length > 0) this.seq += 1;
   }
 
+  /**
+   * A retention sweep run until it has nothing more (docs/inbox.md, "Retention"): of the items that may give way, read
+   * and not snoozed, oldest first, those created before `cutoff` and as many as the inbox holds beyond `cap` go; one
+   * event per page of SWEEP_PAGE. Returns how many went.
+   */
+  sweep(cap: number, cutoff: string): number {
+    const mayGo = [...this.items.values()].filter((m) => m.readAt !== null && m.snoozedUntil === null).sort(oldestFirst);
+    const excess = Math.max(0, this.items.size - cap);
+    const gone = mayGo.filter((m, i) => i < excess || m.createdAt < cutoff);
+    for (const m of gone) this.items.delete(m.id);
+    this.order.splice(0, this.order.length, ...this.order.filter((id) => this.items.has(id)));
+    this.seq += Math.ceil(gone.length / SWEEP_PAGE);
+    return gone.length;
+  }
+
+  /** The created_at of the item that `index` picks among all, oldest first: a cutoff that falls among the items. */
+  createdAtAt(index: number): string | undefined {
+    const all = [...this.items.values()].sort(oldestFirst);
+    return all.length === 0 ? undefined : all[index % all.length]?.createdAt;
+  }
+
+  /** Keeps only these ids: the items a sweep made while other changes ran left (the list says which). */
+  keepOnly(ids: Set<string>): void {
+    for (const id of [...this.items.keys()]) if (!ids.has(id)) this.items.delete(id);
+    this.order.splice(0, this.order.length, ...this.order.filter((id) => ids.has(id)));
+  }
+
   /** The items whose snooze is due at `at` (epoch ms). */
   due(at: number): string[] {
     return [...this.items.values()].filter((m) => m.snoozedUntil !== null && Date.parse(m.snoozedUntil) <= at).map((m) => m.id);
@@ -243,9 +275,13 @@ type Command =
   /** A filtered listing, paged `limit` at a time: changes nothing, checked against the model. */
   | { kind: "list"; filter: ListQuery; limit: number }
   /** Changes to distinct items and deliveries at once: they commute, so the model can apply them in any order. */
-  | { kind: "together"; ops: (Single | Deliver)[] };
+  | { kind: "together"; ops: (Single | Deliver)[] }
+  /** A retention sweep under a cap, with a cutoff at a picked item's created_at (or before every item). */
+  | { kind: "sweep"; cap: number; cut: number | null };
 
 const pick = fc.nat({ max: 1_000 });
+/** Caps below the sizes the commands reach, mostly, and one that nothing reaches. */
+const sweepCap = fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 1, max: 20 }) }, fc.constant(100_000));
 /** Snoozes from 2 minutes to about a year: always in range when they arrive; wakes reach some, all or none of them. */
 const snoozeMinutes = fc.constantFrom(2, 30, 600, 20_000, 527_000);
 const subset = <T>(values: readonly T[]) => fc.subarray([...values]);
@@ -311,6 +347,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
     weight: 2,
     arbitrary: fc.record({ kind: fc.constant("together"), ops: fc.array(fc.oneof(single, deliverCommand(2)), { minLength: 2, maxLength: 8 }) }),
   },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("sweep"), cap: sweepCap, cut: fc.option(pick, { freq: 4 }) }) },
 );
 
 /** Another user's notification: in every bulk by ids it is ignored, and that inbox never changes. */
@@ -413,6 +450,16 @@ async function runCommand(user: TestUser, model: Model, cmd: Command): Promise<v
     case "deliver":
       await runDeliver(user, model, cmd);
       break;
+    case "sweep": {
+      // The sweep at a chosen time under chosen limits, as the alarm runs it under the kept ones: the cutoff lands
+      // exactly on the picked item's created_at (which is then kept), or before every item.
+      const cutoff = (cmd.cut === null ? undefined : model.createdAtAt(cmd.cut)) ?? new Date(0).toISOString();
+      const at = Date.now();
+      const limits: InboxLimits = { maxItems: cmd.cap, retentionMs: at - Date.parse(cutoff) };
+      const expected = model.sweep(cmd.cap, cutoff);
+      expect(await sweepAll(user, at, limits)).toBe(expected);
+      break;
+    }
     default: {
       const id = model.pick(cmd.pick);
       if (id !== undefined) await run(user, model, cmd, id, now, true);
@@ -443,31 +490,50 @@ describe("counts never drift from the list (docs/inbox.md, Exact counts)", () =>
   // synced watcher's copy must still agree with the list when it settles.
   it("any changes at once: counts = the list, seq has no gap, and a synced copy equals the list", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.array(command, { minLength: 2, maxLength: 10 }), { minLength: 1, maxLength: 4 }), async (rounds) => {
-        const user = await createUser();
-        const w = await watch("?sync=true", { "Service-Session-Token": user.token });
-        // A model is only used to choose ids; its states are not checked here.
-        const model = new Model();
-        for (let i = 0; i < 4; i++) {
-          const d = await deliver(user.id);
-          model.add(d.id, TEMPLATE_A, [], d.createdAt);
-        }
-        for (const round of rounds) {
-          await Promise.all(round.map((cmd) => runConcurrently(user, model, cmd)));
-        }
-        const listed = await expectAgree(user, undefined);
-        const frames = listed.seq === 0 ? [] : await framesUntil(w, listed.seq);
-        expect(frames.map((f) => f.seq)).toEqual(frames.map((_, i) => i + 1));
-        const replica = new Map<string, InboxNotification>();
-        for (const frame of frames) applyFrame(replica, frame);
-        const byId = (ns: Iterable<InboxNotification>) => [...ns].sort((a, b) => a.id.localeCompare(b.id));
-        expect(byId(replica.values())).toEqual(byId(listed.notifications));
-        w.ws.close();
-      }),
+      fc.asyncProperty(
+        fc.array(fc.record({ round: fc.array(command, { minLength: 2, maxLength: 10 }), cap: fc.option(sweepCap) }), { minLength: 1, maxLength: 4 }),
+        async (rounds) => {
+          const user = await createUser();
+          const w = await watch("?sync=true", { "Service-Session-Token": user.token });
+          // A model is only used to choose ids; its states are not checked here.
+          const model = new Model();
+          for (let i = 0; i < 4; i++) {
+            const d = await deliver(user.id);
+            model.add(d.id, TEMPLATE_A, [], d.createdAt);
+          }
+          for (const { round, cap } of rounds) {
+            await Promise.all(round.map((cmd) => runConcurrently(user, model, cmd)));
+            // Between rounds, now and then, a sweep under a cap: what it removed is gone from the ids chosen after it.
+            if (cap !== null) {
+              await sweepAll(user, Date.now(), { maxItems: cap, retentionMs: LIMITS.retentionMs });
+              model.keepOnly(new Set((await listAll(user.token)).notifications.map((n) => n.id)));
+            }
+          }
+          const listed = await expectAgree(user, undefined);
+          const frames = listed.seq === 0 ? [] : await framesUntil(w, listed.seq);
+          expect(frames.map((f) => f.seq)).toEqual(frames.map((_, i) => i + 1));
+          const replica = new Map<string, InboxNotification>();
+          for (const frame of frames) applyFrame(replica, frame);
+          const byId = (ns: Iterable<InboxNotification>) => [...ns].sort((a, b) => a.id.localeCompare(b.id));
+          expect(byId(replica.values())).toEqual(byId(listed.notifications));
+          w.ws.close();
+        },
+      ),
       { numRuns: 25 },
     );
   });
 });
+
+/** Sweeps until nothing more is due at `at` under `limits`, as the alarm's runs do; returns how many items went. */
+async function sweepAll(user: TestUser, at: number, limits: InboxLimits): Promise<number> {
+  let removed = 0;
+  for (let more = true; more; ) {
+    const step = await runInDurableObject(inbox(user.id), (o: UserInbox) => o.sweep(at, limits));
+    removed += step.removed;
+    more = step.more;
+  }
+  return removed;
+}
 
 /** A command sent without checking its answer against a model (other commands run at the same time). */
 async function runConcurrently(user: TestUser, model: Model, cmd: Command): Promise<void> {
@@ -493,6 +559,9 @@ async function runConcurrently(user: TestUser, model: Model, cmd: Command): Prom
       return ok(await markAllRead(user.token));
     case "list":
       return ok(await call("GET", `/notifications/inbox?${listQuery(cmd.filter)}&limit=${cmd.limit}`, { token: user.token }));
+    // Sweeps run between rounds here: one at the same time as changes to items it may remove would make them 404.
+    case "sweep":
+      return;
   }
   const id = model.pick(cmd.pick);
   if (id === undefined) return;

@@ -1,7 +1,9 @@
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
+import { getConfig } from "../../src/config/config";
 import { userInbox } from "../../src/inbox/address";
-import type { InboxDelivery, InboxNotification } from "../../src/inbox/model";
+import type { InboxDelivery, InboxLimits, InboxNotification } from "../../src/inbox/model";
+import { inboxLimits } from "../../src/inbox/retention";
 import type { BulkAction, ChangedFields } from "../../src/inbox/states";
 import type { InboxCounts } from "../../src/inbox/user-inbox";
 import { BASE, call, json, send } from "../helpers";
@@ -14,12 +16,19 @@ export function inbox(userId: string) {
   return userInbox(env, userId);
 }
 
-let clock = Date.parse("2026-01-01T00:00:00.000Z");
+/** The suite's INBOX_MAX_ITEMS and INBOX_RETENTION (test/fixtures/vars.ts), as every producer hands them over. */
+export const LIMITS: InboxLimits = inboxLimits(getConfig(env));
 
-/** Delivers straight to the user's object, as the notification pipeline does. */
-export async function deliver(userId: string, overrides: Partial<InboxDelivery> = {}): Promise<InboxDelivery> {
+/**
+ * Deliveries are dated a second apart from 30 days ago: well inside the retention (docs/inbox.md, "Retention"), so no
+ * item a test delivers is old enough to give way unless the test dates it so.
+ */
+let clock = Date.now() - 30 * 24 * 60 * 60 * 1000;
+
+/** A delivery as the notification pipeline makes one, dated a second after the last. */
+export function delivery(userId: string, overrides: Partial<InboxDelivery> = {}): InboxDelivery {
   clock += 1000;
-  const delivery: InboxDelivery = {
+  return {
     id: crypto.randomUUID(),
     userId,
     templateId: TEMPLATE_A,
@@ -32,8 +41,13 @@ export async function deliver(userId: string, overrides: Partial<InboxDelivery> 
     createdAt: new Date(clock).toISOString(),
     ...overrides,
   };
-  await inbox(userId).deliver(delivery);
-  return delivery;
+}
+
+/** Delivers straight to the user's object, as the notification pipeline does, with the suite's limits. */
+export async function deliver(userId: string, overrides: Partial<InboxDelivery> = {}, limits: InboxLimits = LIMITS): Promise<InboxDelivery> {
+  const made = delivery(userId, overrides);
+  await inbox(userId).deliver(made, limits);
+  return made;
 }
 
 export interface ListBody {
@@ -98,10 +112,13 @@ export async function watch(query: string, headers: Record<string, string>): Pro
   };
 }
 
-/** A watch frame (docs/inbox.md, "Sequenced sync"): a new (or woken) notification, or, with `sync=true`, a change. */
+/**
+ * A watch frame (docs/inbox.md, "Sequenced sync"): a new (or woken) notification, or, with `sync=true`, a change or a
+ * removal (docs/inbox.md, "Retention").
+ */
 export type Frame = { seq: number; unread_count: number } & (
   | { notification: InboxNotification }
-  | { change: ({ ids: string[] } | { all: true }) & ChangedFields }
+  | { change: ({ ids: string[]; removed?: true } | { all: true }) & ChangedFields }
 );
 
 /** The next frame, typed. */
@@ -122,7 +139,8 @@ export async function framesUntil(w: Watcher, seq: number): Promise<Frame[]> {
 
 /**
  * What a synced client does with a frame: a notification frame puts the item as sent; a change sets the fields it
- * carries on its ids, or, for mark-all-as-read (`all`), on every item that was unread (neither read nor snoozed).
+ * carries on its ids, or, for mark-all-as-read (`all`), on every item that was unread (neither read nor snoozed); a
+ * removal (retention) drops its ids.
  */
 export function applyFrame(replica: Map<string, InboxNotification>, frame: Frame): void {
   if ("notification" in frame) {
@@ -130,6 +148,10 @@ export function applyFrame(replica: Map<string, InboxNotification>, frame: Frame
     return;
   }
   const { change } = frame;
+  if ("removed" in change && change.removed) {
+    for (const id of change.ids) replica.delete(id);
+    return;
+  }
   const targets =
     "ids" in change
       ? change.ids.flatMap((id) => replica.get(id) ?? [])

@@ -5,7 +5,7 @@ import { InboxMessages } from "../../src/inbox/messages";
 import { FALLBACK_ICONS } from "../../src/inbox/model";
 import type { UserInbox } from "../../src/inbox/user-inbox";
 import { call, createUser, expectError, json } from "../helpers";
-import { deliver, inbox, list, TEMPLATE_A, TEMPLATE_B } from "./inbox-helpers";
+import { deliver, inbox, LIMITS, list, TEMPLATE_A, TEMPLATE_B } from "./inbox-helpers";
 
 describe('N3 GET /notifications/inbox (docs/api.md, "Notifications")', () => {
   it("lists the caller's notifications newest first with every interface field and the unread count", async () => {
@@ -212,7 +212,7 @@ describe("delivery entry point", () => {
   it("is idempotent on the notification id", async () => {
     const user = await createUser();
     const n = await deliver(user.id);
-    const again = await inbox(user.id).deliver({ ...n, title: "changed" });
+    const again = await inbox(user.id).deliver({ ...n, title: "changed" }, LIMITS);
     expect(again).toEqual({ stored: false, unreadCount: 1 });
     const body = await list(user.token);
     expect(body.notifications).toHaveLength(1);

@@ -15,6 +15,9 @@ import { bulk, deliver, inbox, list, TEMPLATE_A, TEMPLATE_B } from "./inbox-help
 
 /** The schema as 0000_inbox.sql left it, with the rows and the unread counter it kept (later migrations undone too). */
 const BACK_TO_0000 = [
+  "DROP INDEX inbox_removable",
+  "DROP TABLE inbox_removed",
+  "DROP TABLE inbox_retention",
   "DROP TABLE inbox_targets",
   "DROP INDEX inbox_template",
   "DROP TABLE email_decisions",
@@ -65,11 +68,17 @@ describe("an inbox from before item states", () => {
   });
 });
 
-/** The schema as 0002_email_decisions.sql left it: no inbox_targets, no inbox_template, 0003's journal row removed. */
+/**
+ * The schema as 0002_email_decisions.sql left it: no inbox_targets, no inbox_template, and nothing of 0004 either;
+ * the journal rows after the first three removed.
+ */
 const BACK_TO_0002 = [
+  "DROP INDEX inbox_removable",
+  "DROP TABLE inbox_removed",
+  "DROP TABLE inbox_retention",
   "DROP TABLE inbox_targets",
   "DROP INDEX inbox_template",
-  "DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)",
+  "DELETE FROM __drizzle_migrations WHERE created_at > (SELECT created_at FROM __drizzle_migrations ORDER BY created_at LIMIT 1 OFFSET 2)",
 ];
 
 describe("an inbox from before the filter indexes", () => {

@@ -8,6 +8,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { listStatement } from "../../src/inbox/list-sql";
 import type { ListFilter } from "../../src/inbox/model";
+import { DELETE_SWEPT_TARGETS, OLDEST_REMOVABLE } from "../../src/inbox/store";
 import { createUser } from "../helpers";
 import { deliver, inbox, TEMPLATE_A, TEMPLATE_B } from "./inbox-helpers";
 
@@ -66,5 +67,32 @@ describe("list filters read through indexes (docs/inbox.md, Indexes)", () => {
     await deliver(user.id, { targets: [T1, T2] });
     await deliver(user.id, { templateId: TEMPLATE_B, targets: [T3] });
     expect(await access(user.id, filter, paged)).toEqual(expected);
+  });
+});
+
+describe('retention reads through indexes (docs/inbox.md, "Retention")', () => {
+  const plan = (userId: string, text: string, ...params: (string | number)[]) =>
+    runInDurableObject(inbox(userId), (_instance, state) =>
+      state.storage.sql
+        .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${text}`, ...params)
+        .toArray()
+        .map((row) => row.detail),
+    );
+
+  it("the oldest items that may give way come off inbox_removable in order, whatever number of unread ones there are", async () => {
+    const user = await createUser();
+    await deliver(user.id);
+    expect(await plan(user.id, OLDEST_REMOVABLE, 500)).toEqual(["SCAN inbox_notifications USING INDEX inbox_removable"]);
+  });
+
+  it("a removed item's targets rows are found by their key", async () => {
+    const user = await createUser();
+    await deliver(user.id, { targets: [T1] });
+    const detail = await plan(user.id, DELETE_SWEPT_TARGETS, JSON.stringify([crypto.randomUUID()]));
+    // The tables' lines (the rest is the ids' JSON): each targets row by its whole key, each notification by its id.
+    expect(detail.filter((d) => /^(SCAN|SEARCH) (inbox_targets|n)\b/.test(d))).toEqual([
+      "SEARCH inbox_targets USING COVERING INDEX sqlite_autoindex_inbox_targets_1 (target=? AND created_at=? AND notification_id=?)",
+      "SEARCH n USING INDEX sqlite_autoindex_inbox_notifications_1 (id=?)",
+    ]);
   });
 });

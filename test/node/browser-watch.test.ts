@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { inboxOf, startHerald } from "./harness";
+import { INBOX_LIMITS, inboxOf, startHerald } from "./harness";
 
 const CHROMIUM = "/usr/bin/chromium";
 // CI installs Chromium (.ci/run) and sets this, so there the check can never be skipped silently.
@@ -75,18 +75,21 @@ describe.skipIf(!available)("N5 from a real browser on another origin", () => {
 
     const id = crypto.randomUUID();
     const inbox = inboxOf(herald.env, me.id);
-    await inbox.deliver({
-      id,
-      userId: me.id,
-      templateId: "c425f63e-716a-4bf4-ae24-78348f706c3f",
-      templateGroup: "Notification Events",
-      targets: [],
-      title: "Deploy **finished**",
-      content: "See [logs](https://ci.example.com)",
-      icon: "",
-      actions: [],
-      createdAt: new Date().toISOString(),
-    });
+    await inbox.deliver(
+      {
+        id,
+        userId: me.id,
+        templateId: "c425f63e-716a-4bf4-ae24-78348f706c3f",
+        templateGroup: "Notification Events",
+        targets: [],
+        title: "Deploy **finished**",
+        content: "See [logs](https://ci.example.com)",
+        icon: "",
+        actions: [],
+        createdAt: new Date().toISOString(),
+      },
+      INBOX_LIMITS,
+    );
     await page.waitForFunction(() => (window as unknown as { frames_: string[] }).frames_.length > 0, undefined, { timeout: 10_000 });
     const frames = await page.evaluate(() => (window as unknown as { frames_: string[] }).frames_);
     const frame = JSON.parse(frames[0] ?? "{}") as { notification: { id: string; title: string; content: string }; unread_count: number };

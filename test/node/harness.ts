@@ -3,7 +3,8 @@ import path from "node:path";
 import type { D1Database } from "@cloudflare/workers-types";
 import { createTestHarness } from "wrangler";
 import { OFFLINE_ENV } from "../../scripts/offline.mjs";
-import type { InboxDelivery } from "../../src/inbox/model";
+import { parseDuration } from "../../src/config/duration";
+import type { InboxDelivery, InboxLimits } from "../../src/inbox/model";
 import { PINNED_VARS } from "../fixtures/vars";
 
 /** The bindings a Node-side test uses, typed by hand: the Worker's own Env type lives in the workers type world. */
@@ -11,9 +12,15 @@ export interface HeraldBindings {
   DB: D1Database;
   USER_INBOX: {
     idFromName(name: string): unknown;
-    get(id: unknown): { deliver(delivery: InboxDelivery): Promise<unknown> };
+    get(id: unknown): { deliver(delivery: InboxDelivery, limits: InboxLimits): Promise<unknown> };
   };
 }
+
+/** The pinned INBOX_MAX_ITEMS and INBOX_RETENTION, handed over with a delivery as the producers do (docs/inbox.md, "Retention"). */
+export const INBOX_LIMITS: InboxLimits = {
+  maxItems: Number(PINNED_VARS.INBOX_MAX_ITEMS),
+  retentionMs: parseDuration(PINNED_VARS.INBOX_RETENTION) ?? 0,
+};
 
 /** The user's inbox object, through the bindings (the Node-side twin of src/inbox/address.ts). */
 export function inboxOf(env: HeraldBindings, userId: string) {

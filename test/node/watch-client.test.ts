@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ChangeFrame, type NotificationFrame, type WatchStatus, type WatchStopReason, watchInbox } from "../../src/client/watch";
-import { inboxOf, startHerald } from "./harness";
+import { INBOX_LIMITS, inboxOf, startHerald } from "./harness";
 
 /** The browser/Node watch helper against the real Worker on a real port. */
 describe("watchInbox()", () => {
@@ -30,18 +30,21 @@ describe("watchInbox()", () => {
 
   async function deliver(userId: string, title: string, targets: string[] = []) {
     const id = crypto.randomUUID();
-    await inboxOf(herald.env, userId).deliver({
-      id,
-      userId,
-      templateId: "c425f63e-716a-4bf4-ae24-78348f706c3f",
-      templateGroup: "Notification Events",
-      targets,
-      title,
-      content: "",
-      icon: "",
-      actions: [],
-      createdAt: new Date().toISOString(),
-    });
+    await inboxOf(herald.env, userId).deliver(
+      {
+        id,
+        userId,
+        templateId: "c425f63e-716a-4bf4-ae24-78348f706c3f",
+        templateGroup: "Notification Events",
+        targets,
+        title,
+        content: "",
+        icon: "",
+        actions: [],
+        createdAt: new Date().toISOString(),
+      },
+      INBOX_LIMITS,
+    );
     return id;
   }
 

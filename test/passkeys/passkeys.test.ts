@@ -6,20 +6,23 @@
  * passkeys, sessions and challenges among them), but for the mark a suspect passkey gets.
  */
 import { env } from "cloudflare:workers";
-import { isoBase64URL } from "@simplewebauthn/server/helpers";
+import type { CBORType } from "@levischuck/tiny-cbor";
 import { describe, expect, it } from "vitest";
 import { AuthMessages } from "../../src/auth/messages";
 import { AuthzMessages } from "../../src/authz/messages";
 import { sha256Hex } from "../../src/lib/crypto";
-import { PasskeyMessages } from "../../src/passkeys/messages";
+import { CeremonyDetails, PasskeyMessages } from "../../src/passkeys/messages";
 import { PASSKEYS_MAX_PER_USER } from "../../src/passkeys/registration";
 import { type Expectation, expectRejected } from "../fixtures/error-shape";
 import { stateChecks } from "../fixtures/stored-state";
-import { call, createUser, json, login, owner, type TestUser } from "../helpers";
+import { call, createUser, json, owner, type TestUser } from "../helpers";
 import {
   type Algorithm,
+  type Attestation,
   addPasskey,
   type Bend,
+  base64url,
+  base64urlText,
   creationOptions,
   loginOptions,
   passkeySignIn,
@@ -93,7 +96,7 @@ describe('docs/passkeys.md, "Adding a passkey"', () => {
       const options = await creationOptions(user.token);
       expect(options).toMatchObject({
         rp: { id: "localhost", name: "Herald" },
-        user: { id: isoBase64URL.fromUTF8String(user.id), name: user.email, displayName: user.username },
+        user: { id: base64urlText(user.id), name: user.email, displayName: user.username },
         pubKeyCredParams: [
           { alg: -7, type: "public-key" },
           { alg: -257, type: "public-key" },
@@ -147,16 +150,22 @@ describe('docs/passkeys.md, "Adding a passkey"', () => {
     expect(res.status, await res.clone().text()).toBe(201);
   });
 
-  const BENT: readonly [string, Bend, "none" | "packed"][] = [
-    ["a wrong origin", { origin: "http://localhost.evil.test" }, "none"],
-    ["a wrong RP id hash", { rpId: "evil.test" }, "none"],
-    ["a sign-in's client data type", { type: "webauthn.get" }, "none"],
-    ["no user verification", { uv: false }, "none"],
-    ["no user presence", { up: false, uv: false }, "none"],
-    ["a bad attestation signature", { badSignature: true }, "packed"],
+  const ORIGIN = "http://localhost:8787";
+  const BENT: readonly [string, Bend, "none" | "packed", string][] = [
+    ["a wrong origin", { origin: "http://localhost.evil.test" }, "none", CeremonyDetails.origin(ORIGIN)],
+    ["a wrong RP id hash", { rpId: "evil.test" }, "none", CeremonyDetails.rpIdHash("localhost")],
+    ["a sign-in's client data type", { type: "webauthn.get" }, "none", CeremonyDetails.type("webauthn.create")],
+    ["no user verification", { uv: false }, "none", CeremonyDetails.userVerification],
+    ["no user presence", { up: false, uv: false }, "none", CeremonyDetails.userPresence],
+    ["a bad attestation signature", { badSignature: true }, "packed", CeremonyDetails.attestationUnverified],
+    ["an answer made in another site's frame", { crossOrigin: true, topOrigin: "https://evil.test" }, "none", CeremonyDetails.crossOrigin],
+    ["a top origin on an answer that says it is not cross-origin", { topOrigin: "https://evil.test" }, "none", CeremonyDetails.crossOrigin],
+    ["the backed-up flag without backup eligibility", { backedUpOnly: true }, "none", CeremonyDetails.backupFlags],
+    ["a response id other than the credential's", { responseId: base64url(new Uint8Array(32)) }, "none", CeremonyDetails.credentialId],
+    ["a packed statement naming another algorithm", { attestationAlg: -35 }, "packed", CeremonyDetails.attestationAlgorithm],
   ];
   describe.each(ALGORITHMS)("%s", (algorithm) => {
-    it.each(BENT)("%s → 400, nothing changed, the challenge still live", async (_, bend, attestation) => {
+    it.each(BENT)("%s → 400 saying so, nothing changed, the challenge still live", async (_, bend, attestation, detail) => {
       const user = await createUser();
       const options = await creationOptions(user.token);
       const response = await (await SoftAuthenticator.create(algorithm)).register(options, bend, attestation);
@@ -164,9 +173,106 @@ describe('docs/passkeys.md, "Adding a passkey"', () => {
         status: 400,
         message: PasskeyMessages.registrationRefused,
       });
-      expect(error.detail, "the detail says what did not match").toBeTruthy();
+      expect(error.detail, "the detail says what did not match").toBe(detail);
       expect(await challengeLive(options.challenge)).toBe(true);
       expect(await passkeyRows(user.id)).toEqual([]);
+    });
+  });
+
+  it.each([
+    ["ES384", -35],
+    ["EdDSA", -8],
+  ] as const)("a %s key, neither ES256 nor RS256 → 400 naming its algorithm, nothing stored", async (algorithm, cose) => {
+    const user = await createUser();
+    const options = await creationOptions(user.token);
+    for (const attestation of ["none", "packed"] as const) {
+      const response = await (await SoftAuthenticator.create(algorithm)).register(options, {}, attestation);
+      const error = await rejectedWithoutChange(() => call("POST", "/users/me/passkeys", { token: user.token, body: { response } }), {
+        status: 400,
+        message: PasskeyMessages.registrationRefused,
+      });
+      expect(error.detail).toBe(CeremonyDetails.algorithm(cose));
+    }
+    expect(await challengeLive(options.challenge)).toBe(true);
+  });
+
+  describe('docs/passkeys.md, "Attestation"', () => {
+    const junk = (n: number) => crypto.getRandomValues(new Uint8Array(n));
+    const statement = (entries: [string, CBORType][]) => new Map<string, CBORType>(entries);
+    const REFUSED: readonly [string, Attestation, string][] = [
+      ["none with a statement in it", { fmt: "none", attStmt: statement([["sig", junk(70)]]) }, CeremonyDetails.attestationStatement],
+      [
+        "packed with a certificate chain (full attestation)",
+        {
+          fmt: "packed",
+          attStmt: statement([
+            ["alg", -7],
+            ["sig", junk(70)],
+            ["x5c", [junk(300)]],
+          ]),
+        },
+        CeremonyDetails.fullAttestation,
+      ],
+      ["packed without a signature", { fmt: "packed", attStmt: statement([["alg", -7]]) }, CeremonyDetails.attestationStatement],
+      [
+        "fido-u2f",
+        {
+          fmt: "fido-u2f",
+          attStmt: statement([
+            ["sig", junk(70)],
+            ["x5c", [junk(300)]],
+          ]),
+        },
+        CeremonyDetails.attestationFormat("fido-u2f"),
+      ],
+      [
+        "tpm",
+        {
+          fmt: "tpm",
+          attStmt: statement([
+            ["ver", "2.0"],
+            ["alg", -257],
+            ["x5c", [junk(300)]],
+            ["sig", junk(256)],
+          ]),
+        },
+        CeremonyDetails.attestationFormat("tpm"),
+      ],
+      [
+        "android-key",
+        {
+          fmt: "android-key",
+          attStmt: statement([
+            ["alg", -7],
+            ["sig", junk(70)],
+          ]),
+        },
+        CeremonyDetails.attestationFormat("android-key"),
+      ],
+      [
+        "android-safetynet",
+        {
+          fmt: "android-safetynet",
+          attStmt: statement([
+            ["ver", "1"],
+            ["response", junk(100)],
+          ]),
+        },
+        CeremonyDetails.attestationFormat("android-safetynet"),
+      ],
+      ["apple", { fmt: "apple", attStmt: statement([["x5c", [junk(300)]]]) }, CeremonyDetails.attestationFormat("apple")],
+      ["a format WebAuthn does not define", { fmt: "x-".repeat(2000), attStmt: statement([]) }, CeremonyDetails.unknownAttestationFormat],
+    ];
+    it.each(REFUSED)("%s → 400 saying why, nothing stored, the challenge still live", async (_, attestation, detail) => {
+      const user = await createUser();
+      const options = await creationOptions(user.token);
+      const response = await (await SoftAuthenticator.create()).register(options, {}, attestation);
+      const error = await rejectedWithoutChange(() => call("POST", "/users/me/passkeys", { token: user.token, body: { response } }), {
+        status: 400,
+        message: PasskeyMessages.registrationRefused,
+      });
+      expect(error.detail).toBe(detail);
+      expect(await challengeLive(options.challenge)).toBe(true);
     });
   });
 
@@ -182,7 +288,7 @@ describe('docs/passkeys.md, "Adding a passkey"', () => {
     it("a challenge Herald never issued → 400; the one it did issue is left alone", async () => {
       const user = await createUser();
       const options = await creationOptions(user.token);
-      const forged = isoBase64URL.fromBuffer(crypto.getRandomValues(new Uint8Array(32)));
+      const forged = base64url(crypto.getRandomValues(new Uint8Array(32)));
       await refusedChallenge(user, await (await SoftAuthenticator.create()).register(options, { challenge: forged }));
       expect(await challengeLive(options.challenge)).toBe(true);
     });
@@ -343,6 +449,17 @@ describe('docs/passkeys.md, "Signing in with a passkey"', () => {
     expect((await call("GET", "/users/me", { token: user.token })).status).toBe(401);
   });
 
+  it("ES256: a signature whose r or s begins with a zero byte (shorter in DER) is as good as any, packed attestation and sign-in", async () => {
+    // test/passkeys/webauthn.test.ts checks the same over thousands of signatures; this is the same answer end to end.
+    const user = await createUser();
+    const authenticator = await SoftAuthenticator.create("ES256");
+    const response = await authenticator.register(await creationOptions(user.token), { zeroByte: true }, "packed");
+    const added = await call("POST", "/users/me/passkeys", { token: user.token, body: { response } });
+    expect(added.status, await added.clone().text()).toBe(201);
+    const res = await passkeySignIn(authenticator, { zeroByte: true });
+    expect(res.status, await res.clone().text()).toBe(201);
+  });
+
   it("an authenticator that keeps no counter (0 every time) signs in again and again", async () => {
     const { user, authenticator } = await registered("ES256", { counting: false, backup: true });
     for (let i = 0; i < 3; i++) expect((await passkeySignIn(authenticator)).status).toBe(201);
@@ -367,7 +484,10 @@ describe('docs/passkeys.md, "Signing in with a passkey"', () => {
     ["no user verification", { uv: false }],
     ["no user presence", { up: false, uv: false }],
     ["no user handle", { userHandle: null }],
-    ["another user's handle", { userHandle: isoBase64URL.fromUTF8String(crypto.randomUUID()) }],
+    ["another user's handle", { userHandle: base64urlText(crypto.randomUUID()) }],
+    ["an answer made in another site's frame", { crossOrigin: true, topOrigin: "https://evil.test" }],
+    ["a top origin on an answer that says it is not cross-origin", { topOrigin: "https://evil.test" }],
+    ["the backed-up flag without backup eligibility", { backedUpOnly: true }],
   ];
   describe.each(ALGORITHMS)("%s", (algorithm) => {
     it.each(BENT)("%s → 401 Incorrect passkey., no session", async (_, bend) => {
@@ -394,7 +514,7 @@ describe('docs/passkeys.md, "Signing in with a passkey"', () => {
   it("a challenge never issued, used before, or issued to a user → 401 saying so; the challenge issued is left alone", async () => {
     const { user, authenticator } = await registered();
     const options = await loginOptions();
-    const forged = isoBase64URL.fromBuffer(crypto.getRandomValues(new Uint8Array(32)));
+    const forged = base64url(crypto.getRandomValues(new Uint8Array(32)));
     await refusedSignIn(await authenticator.assert(options, { challenge: forged }), PasskeyMessages.challengeUnusable);
     expect(await challengeLive(options.challenge)).toBe(true);
 
@@ -527,9 +647,12 @@ describe('docs/passkeys.md, "Removing a passkey"', () => {
   });
 });
 
-describe("a password sign-in is unaffected by passkeys", () => {
-  it("a user with a passkey still signs in with the password", async () => {
+describe('a passkey is a second factor for password sign-in (docs/second-factor.md, "Signing in")', () => {
+  it("the right password of a user with a passkey ends at the second step, with no session", async () => {
     const { user } = await registered();
-    expect(await login(user.email, user.password)).toBeTruthy();
+    const res = await call("POST", "/users/login", { body: { email: user.email, password: user.password } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Set-Cookie")).toBeNull();
+    expect(await json(res)).toMatchObject({ mfa_required: true, methods: ["passkey"] });
   });
 });

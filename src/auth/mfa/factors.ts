@@ -53,16 +53,23 @@ export function secondFactorMethods(factors: Factors): SecondFactorMethod[] {
 }
 
 /**
+ * What stands in for a second factor or waits for one — the recovery codes and any sign-in waiting at its second
+ * step — removed with the user's last factor: recovery codes are a way back to a factor, not one.
+ */
+export function removeFactorLeftovers(db: Database, userId: string): BatchItem<"sqlite">[] {
+  return [db.delete(recoveryCodes).where(eq(recoveryCodes.userId, userId)), db.delete(mfaChallenges).where(eq(mfaChallenges.userId, userId))];
+}
+
+/**
  * Every statement that takes all of a user's second factors away, with their recovery codes and any sign-in waiting
  * for a factor: an owner's reset, and the deletion of the account.
  */
 export function removeAllFactors(db: Database, userId: string): BatchItem<"sqlite">[] {
   return [
     db.delete(userTotp).where(eq(userTotp.userId, userId)),
-    db.delete(recoveryCodes).where(eq(recoveryCodes.userId, userId)),
-    db.delete(mfaChallenges).where(eq(mfaChallenges.userId, userId)),
     // A credential id is unique across the deployment, so a removed passkey's authenticator can be added anew.
     db.delete(passkeys).where(eq(passkeys.userId, userId)),
     db.delete(webauthnChallenges).where(eq(webauthnChallenges.userId, userId)),
+    ...removeFactorLeftovers(db, userId),
   ];
 }

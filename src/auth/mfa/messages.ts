@@ -16,6 +16,8 @@ export const MfaMessages = {
   ownerOnly: "Only an owner can remove another user's second factors.",
   notOnYourself: "To remove your own second factor, use DELETE /users/me/mfa/totp.",
   noFactors: "This user has no second factor.",
+  /** 400 of the passkey-options routes of sign-in and step-up for a user without a usable (not suspect) passkey. */
+  noPasskey: "This account has no passkey to confirm with: use a code instead.",
   /** Step-up (`requireRecentAuth`): the message, and its `detail`, which clients test for. */
   confirmItIsYou: "Confirm it is you to continue.",
   stepUpRequired: "step-up required",

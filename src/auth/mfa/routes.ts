@@ -8,6 +8,9 @@ import { ApiError, badRequest, conflict, forbidden, Messages } from "../../http/
 import type { AppEnv } from "../../http/types";
 import { jsonBody } from "../../http/validate";
 import { describeRoute, errors, NO_BODY, noPermission, RATE, SET_SESSION_COOKIE, USER_404 } from "../../openapi/describe";
+import { PasskeyRefused, passkeyRequestOptions } from "../../passkeys/assertion";
+import { PasskeyMessages } from "../../passkeys/messages";
+import { PublicKeyCredentialRequestOptions } from "../../passkeys/schemas";
 import { resolveUser } from "../../users/resolve";
 import { userPath } from "../../users/schemas";
 import { changeFactors, commitAccountChanges, endKeys } from "../account-changes";
@@ -19,11 +22,11 @@ import { startSession } from "../sign-in";
 import { checkStepUp, recordStepUp, requireRecentAuth } from "../step-up";
 import { acceptableStep, acceptStep, beginTotp, removeTotp, totpOf } from "./authenticator";
 import { consumeChallenge, findChallenge, spendChallengeTry } from "./challenge";
-import { factorsOf, hasSecondFactor, removeAllFactors } from "./factors";
+import { factorsOf, hasSecondFactor, removeAllFactors, removeFactorLeftovers } from "./factors";
 import { MfaMessages } from "./messages";
 import { assertSecondFactorPolicy, secondFactorRequired } from "./policy";
 import { newRecoveryCodes } from "./recovery-codes";
-import { confirmTotpBody, loginMfaBody, MfaStatus, RecoveryCodesResponse, stepUpBody, TotpEnrolment } from "./schemas";
+import { confirmTotpBody, loginMfaBody, MfaStatus, mfaPasskeyOptionsBody, RecoveryCodesResponse, stepUpBody, TotpEnrolment } from "./schemas";
 import { checkSecondFactor } from "./verify";
 
 const SELF_ONLY = { 403: `\`{user}\` is not the caller: \`${MfaMessages.selfOnly}\`` };
@@ -39,6 +42,14 @@ async function ownAccount(c: Context<AppEnv>): Promise<UserRow> {
   if (user.id !== c.get("auth").user.id) throw forbidden(Messages.forbidden, MfaMessages.selfOnly);
   if (user.loginType === "none") throw badRequest(MfaMessages.noSignIn);
   return user;
+}
+
+/** Request options for a passkey as a second factor; a user without a usable passkey gets a 400 saying so. */
+async function passkeyOptionsFor(c: Context<AppEnv>, purpose: "mfa" | "step-up", userId: string) {
+  return passkeyRequestOptions(c, { purpose, userId }).catch((error: unknown) => {
+    if (error instanceof PasskeyRefused) throw badRequest(MfaMessages.noPasskey);
+    throw error;
+  });
 }
 
 const codeRefused = (message: string) => badRequest(message, { validations: [{ field: "code", detail: message }], event: "authentication_failed" });
@@ -71,7 +82,7 @@ export const mfaRoutes = new Hono<AppEnv>()
     refuseCrossSite,
     jsonBody(loginMfaBody),
     async (c) => {
-      const { mfa_token: mfaToken, code } = c.req.valid("json");
+      const { mfa_token: mfaToken, code, passkey } = c.req.valid("json");
       // The limits of password sign-in, shared with it: a second step gives no guesses of its own (docs/second-factor.md, "Signing in").
       await limitPerIp(c, "login");
       const db = dbFor(c, "write");
@@ -83,15 +94,17 @@ export const mfaRoutes = new Hono<AppEnv>()
       if (user.status === "suspended") throw new ApiError(401, AuthMessages.suspended);
       if (user.loginType !== challenge.loginType) throw new ApiError(401, MfaMessages.signInExpired);
       const factors = await factorsOf(db, user.id);
-      const checked = await checkSecondFactor(db, c.get("config"), user.id, factors, { code });
+      const proof = passkey !== undefined ? { passkey } : { code: code ?? "" };
+      const wrong = passkey !== undefined ? PasskeyMessages.incorrectPasskey : MfaMessages.incorrectCode;
+      const checked = await checkSecondFactor(c, db, user.id, factors, proof, "mfa");
       if (!checked) {
         await auditInsert(db, c, { userId: user.id, action: "login_second_factor_failed", resourceType: "user", resourceId: user.id });
-        throw new ApiError(401, MfaMessages.incorrectCode);
+        throw new ApiError(401, wrong);
       }
       // The challenge and the code are used up together: of two requests racing with them, one signs in.
       const [consumed, used] = await db.batch([consumeChallenge(db, challenge.id), checked.use]);
       if (consumed.length === 0) throw new ApiError(401, MfaMessages.signInExpired);
-      if (used.length === 0) throw new ApiError(401, MfaMessages.incorrectCode);
+      if (used.length === 0) throw new ApiError(401, wrong);
       const token = await startSession(c, db, {
         userId: user.id,
         loginType: challenge.loginType,
@@ -99,6 +112,31 @@ export const mfaRoutes = new Hono<AppEnv>()
         diff: { login_type: challenge.loginType, second_factor: checked.method },
       });
       return c.json({ session_token: token }, 201);
+    },
+  )
+  .post(
+    "/users/login/mfa/passkey-options",
+    describeRoute({
+      operationId: "secondFactorPasskeyOptions",
+      summary: "Request options for a passkey as the second step of a sign-in",
+      description:
+        "For an `mfa_token` whose user has a passkey: `allowCredentials` lists their passkeys (none suspect), user verification preferred; the challenge is single use, lives 5 minutes, and serves only this sign-in's user. Asking spends none of the token's tries.",
+      tags: ["Sign-in"],
+      responses: [{ status: 200, description: "The options for `navigator.credentials.get()`.", schema: PublicKeyCredentialRequestOptions }],
+      errors: errors(
+        { 400: `The user has no passkey: \`${MfaMessages.noPasskey}\`` },
+        { 401: `The \`mfa_token\` is unknown, expired, used or out of tries: \`${MfaMessages.signInExpired}\`` },
+        RATE,
+      ),
+    }),
+    refuseCrossSite,
+    jsonBody(mfaPasskeyOptionsBody),
+    async (c) => {
+      const { mfa_token: mfaToken } = c.req.valid("json");
+      await limitPerIp(c, "login");
+      const challenge = await findChallenge(dbFor(c, "write"), mfaToken);
+      if (!challenge) throw new ApiError(401, MfaMessages.signInExpired);
+      return c.json(await passkeyOptionsFor(c, "mfa", challenge.user.id), 200);
     },
   )
   .post(
@@ -129,12 +167,37 @@ export const mfaRoutes = new Hono<AppEnv>()
       if (key.loginType === "token") throw badRequest(MfaMessages.sessionsOnly);
       await limitSensitive(c, "step-up");
       const db = dbFor(c, "write");
-      const proof = await checkStepUp(db, c.get("config"), user, body);
+      const proof = await checkStepUp(c, db, user, body);
       await db.batch([
         recordStepUp(db, key, proof.amr),
         auditInsert(db, c, { action: "step_up", resourceType: "api_key", resourceId: key.id, diff: { method: proof.method } }),
       ]);
       return c.body(null, 204);
+    },
+  )
+  .post(
+    "/users/me/step-up/passkey-options",
+    describeRoute({
+      operationId: "stepUpPasskeyOptions",
+      summary: "Request options for confirming it is you with a passkey",
+      description:
+        "For `POST /users/me/step-up` with `passkey`: `allowCredentials` lists the caller's passkeys (none suspect), user verification preferred; the challenge is single use, lives 5 minutes, and serves only the caller's step-up.",
+      tags: ["Sign-in"],
+      access: "anyone",
+      scope: "api_key:update",
+      responses: [{ status: 200, description: "The options for `navigator.credentials.get()`.", schema: PublicKeyCredentialRequestOptions }],
+      errors: errors(
+        { 400: `The caller has no passkey (\`${MfaMessages.noPasskey}\`), or is an API token (\`${MfaMessages.sessionsOnly}\`).` },
+        RATE,
+      ),
+    }),
+    requireAuthToEnrol,
+    async (c) => {
+      assertScope(c, "api_key", "update");
+      const { key, user } = c.get("auth");
+      if (key.loginType === "token") throw badRequest(MfaMessages.sessionsOnly);
+      await limitSensitive(c, "step-up");
+      return c.json(await passkeyOptionsFor(c, "step-up", user.id), 200);
     },
   )
   .get(
@@ -272,7 +335,7 @@ export const mfaRoutes = new Hono<AppEnv>()
       await commitAccountChanges(
         c,
         db,
-        [changeFactors(user.id, lastFactor ? removeAllFactors(db, user.id) : [removeTotp(db, user.id)])],
+        [changeFactors(user.id, [removeTotp(db, user.id), ...(lastFactor ? removeFactorLeftovers(db, user.id) : [])])],
         [auditInsert(db, c, { action: "disable_totp", resourceType: "user", resourceId: user.id, diff: { was_on: row.confirmedAt !== null } })],
       );
       return c.body(null, 204);

@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { count } from "../../http/schemas";
 import { described, named } from "../../openapi/registry";
+import { AuthenticationResponse } from "../../passkeys/schemas";
 import { MfaMessages } from "./messages";
 
 /** The second factor's request and response schemas (docs/api.md, "Second factor and step-up"; docs/second-factor.md). */
@@ -20,7 +21,37 @@ export const LoginMfaRequiredResponse = named(
   "The password was right and the user has a second factor: no session yet.",
 );
 
-export const loginMfaBody = named("LoginWithSecondFactorRequest", z.object({ mfa_token: z.string().min(1).max(128), code }));
+/** A passkey's answer (`AuthenticationResponseJSON`) to the options of the matching `passkey-options` endpoint. */
+const passkeyAnswer = AuthenticationResponse;
+
+/** Exactly one of the named fields is present: the superRefine of the schemas below. */
+function exactlyOne<T extends Record<string, unknown>>(fields: readonly (keyof T & string)[]) {
+  return (body: T, ctx: z.RefinementCtx) => {
+    const given = fields.filter((field) => body[field] !== undefined);
+    if (given.length !== 1) ctx.addIssue({ code: "custom", path: [given[1] ?? fields[0] ?? ""], message: MfaMessages.giveOne });
+  };
+}
+
+/** The same rule as JSON Schema, for the OpenAPI document. */
+function exactlyOneSchema(fields: readonly string[]) {
+  return {
+    anyOf: fields.map((field) => ({
+      required: [field],
+      properties: Object.fromEntries(fields.filter((other) => other !== field).map((other) => [other, false])),
+    })),
+  };
+}
+
+const MFA_PROOFS = ["code", "passkey"] as const;
+
+export const loginMfaBody = named(
+  "LoginWithSecondFactorRequest",
+  z.object({ mfa_token: z.string().min(1).max(128), code: code.optional(), passkey: passkeyAnswer.optional() }).superRefine(exactlyOne(MFA_PROOFS)),
+  "The `mfa_token` and exactly one of `code` (authenticator app or recovery code) or `passkey`.",
+  exactlyOneSchema(MFA_PROOFS),
+);
+
+export const mfaPasskeyOptionsBody = named("SecondFactorPasskeyOptionsRequest", z.object({ mfa_token: z.string().min(1).max(128) }));
 
 export const TotpEnrolment = named(
   "TotpEnrolment",
@@ -47,24 +78,17 @@ export const MfaStatus = named(
   }),
 );
 
+const STEP_UP_PROOFS = ["password", "code", "passkey"] as const;
+
 export const stepUpBody = named(
   "StepUpRequest",
   z
     .object({
       password: described("The account's password: only for a user without a second factor.", z.string().max(1024).optional()),
       code: code.optional(),
+      passkey: passkeyAnswer.optional(),
     })
-    .superRefine((body, ctx) => {
-      if ((body.password === undefined) === (body.code === undefined)) {
-        ctx.addIssue({ code: "custom", path: [body.password === undefined ? "code" : "password"], message: MfaMessages.giveOne });
-      }
-    }),
-  "Exactly one of `password` (a user without a second factor) or `code` (a user with one).",
-  // The superRefine above, as JSON Schema: exactly one of the two.
-  {
-    anyOf: [
-      { required: ["password"], properties: { code: false } },
-      { required: ["code"], properties: { password: false } },
-    ],
-  },
+    .superRefine(exactlyOne(STEP_UP_PROOFS)),
+  "Exactly one of `password` (a user without a second factor), or `code` or `passkey` (a user with one).",
+  exactlyOneSchema(STEP_UP_PROOFS),
 );

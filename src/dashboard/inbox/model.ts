@@ -58,11 +58,18 @@ function changedFields(item: Item, change: Change): Item {
   return next;
 }
 
+/** The inbox no longer holds these items: retention removed them (docs/inbox.md, "Retention"). */
+function isRemoval(change: Change): change is { ids: string[]; removed: true } {
+  return "removed" in change && change.removed === true;
+}
+
 /**
  * A change frame applied to the list: the named items (or, for mark-all-as-read, every item that was unread — not
- * read and not snoozed, docs/inbox.md) take the new values; those that no longer match the filters leave the list.
+ * read and not snoozed, docs/inbox.md) take the new values; those that no longer match the filters leave the list,
+ * and removed ones leave it too.
  */
 export function applyChange(items: Item[], change: Change, filters: Filters): Item[] {
+  if (isRemoval(change)) return items.filter((item) => !change.ids.includes(item.id));
   const touched =
     "ids" in change ? (item: Item) => change.ids.includes(item.id) : (item: Item) => item.read_at === null && item.snoozed_until === null;
   return items.map((item) => (touched(item) ? changedFields(item, change) : item)).filter((item) => matches(item, filters));
@@ -75,6 +82,7 @@ export function applyChange(items: Item[], change: Change, filters: Filters): It
  */
 export function mayBringIn(items: Item[], change: Change, filters: Filters): boolean {
   if (!("ids" in change)) return filters.read === "read";
+  if (isRemoval(change)) return false;
   if (change.ids.every((id) => items.some((item) => item.id === id))) return false;
   const fields: [string | null | undefined, boolean, (value: string | null) => boolean][] = [
     [change.read_at, filters.read !== "all", (v) => (filters.read === "read" ? v !== null : v === null)],
