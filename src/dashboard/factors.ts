@@ -1,4 +1,4 @@
-import type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON } from "@simplewebauthn/browser";
+import type { PublicKeyCredentialCreationOptionsJSON } from "@simplewebauthn/browser";
 import { api, call } from "./api";
 import { createPasskey, getPasskey } from "./passkey";
 
@@ -61,7 +61,7 @@ export type StepUpProof = { password: string } | { code: string } | { passkey: t
 export async function stepUp(proof: StepUpProof): Promise<void> {
   if ("passkey" in proof) {
     const options = await call(api.users.me["step-up"]["passkey-options"].$post(), { quiet401: true });
-    const passkey = await getPasskey(options as PublicKeyCredentialRequestOptionsJSON);
+    const passkey = await getPasskey(options);
     await call(api.users.me["step-up"].$post({ json: { passkey } }), { quiet401: true });
     return;
   }

@@ -1,4 +1,3 @@
-import type { PublicKeyCredentialRequestOptionsJSON } from "@simplewebauthn/browser";
 import { useState } from "preact/hooks";
 import { ApiProblem, api, call } from "../api";
 import { asCode } from "../factors";
@@ -73,7 +72,7 @@ export function SecondFactorPage() {
     const mfa_token = current.token;
     if ("passkey" in proof) {
       const options = await call(api.users.login.mfa["passkey-options"].$post({ json: { mfa_token } }), { quiet401: true });
-      const passkey = await getPasskey(options as PublicKeyCredentialRequestOptionsJSON);
+      const passkey = await getPasskey(options);
       await call(api.users.login.mfa.$post({ json: { mfa_token, passkey } }), { quiet401: true });
     } else {
       try {
