@@ -338,6 +338,12 @@ async function templateCopies({ templateId, userIds, parallel = 50 }, env) {
   });
 }`;
 
+/** One of wrangler.toml's [vars], as the bench's Herald sees it (a developer's .dev.vars left out, as in `start`). */
+export function wranglerVar(name) {
+  const { vars } = quietly(() => wrangler.unstable_readConfig({ config: path.join(root, "wrangler.toml") }));
+  return vars?.[name];
+}
+
 /** Runs a wrangler API call without its "Using secrets defined in .dev.vars" chatter (those vars are dropped anyway). */
 function quietly(fn) {
   const before = process.env.WRANGLER_LOG;

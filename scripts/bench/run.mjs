@@ -7,7 +7,7 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { BUDGETS, PUBLIC_DIR } from "../build-ui.mjs";
 import { broadcastBench, RPCS_IN_FLIGHT } from "./broadcast.mjs";
-import { applyMigrations, BENCH_RATE_LIMIT, build, generateSecretKey, gzipSizeOf, root, start, versions } from "./harness.mjs";
+import { applyMigrations, BENCH_RATE_LIMIT, build, generateSecretKey, gzipSizeOf, root, start, versions, wranglerVar } from "./harness.mjs";
 import {
   followUpSamples,
   interleavedLatency,
@@ -20,6 +20,7 @@ import {
   watchLatency,
 } from "./measure.mjs";
 import { codeInfo, loadAverage, machineInfo, printTable, writeResults } from "./report.mjs";
+import { secondFactorBench } from "./second-factor.mjs";
 import { deliverThroughObject, growInboxOffline, objectFile } from "./seed.mjs";
 import { mannWhitney } from "./stats.mjs";
 
@@ -30,6 +31,7 @@ const settings = {
   latencySamples: num("BENCH_LATENCY_SAMPLES", 300),
   loginSamples: num("BENCH_LOGIN_SAMPLES", 40),
   enumerationSamples: num("BENCH_ENUMERATION_SAMPLES", 70),
+  secondFactorSamples: num("BENCH_SECOND_FACTOR_SAMPLES", 30),
   watchSamples: num("BENCH_WATCH_SAMPLES", 200),
   resumeSamples: num("BENCH_RESUME_SAMPLES", 40),
   resumeMissed: 100,
@@ -452,6 +454,18 @@ async function main() {
         })(),
       };
     });
+    lat.secondFactor = await attempt("second factor", () =>
+      secondFactorBench({
+        client,
+        api: (method, route, options) => api(base, method, route, options),
+        newUser: (username) => createUser(base, ada.token, username),
+        password: PASSWORD,
+        origin: new URL(wranglerVar("ACCESS_URL")).origin,
+        samples: settings.secondFactorSamples,
+        enumerationSamples: settings.enumerationSamples,
+        log,
+      }),
+    );
     lat.watch = await attempt("watch latency", async () => {
       log(`latency: watch delivery, ${settings.watchSamples} custom notifications one after another`);
       const w = await watchLatency({ base, client, token: watcher.token, samples: settings.watchSamples });
@@ -672,6 +686,43 @@ async function main() {
       row(`enumeration_${id}_known_p50`, "  … existing account, p50", () => r().known.p50, "ms");
       row(`enumeration_${id}_unknown_p50`, "  … unknown e-mail, p50", () => r().unknown.p50, "ms");
     }
+    const sf = () => lat.secondFactor;
+    row(
+      "mfa_totp_p50",
+      "POST /users/login/mfa with an app's code, p50",
+      () => sf().mfaTotp.p50,
+      "ms",
+      "≤ A3's p50 + 5 ms",
+      (v) => v <= lat.login.known.p50 + 5,
+    );
+    row("mfa_password_step_p50", "  … its password step (200 mfa_required), p50", () => sf().mfaPasswordStep.p50, "ms");
+    row(
+      "passkey_signin_p50",
+      "POST /users/login/passkey (passwordless, ES256), p50",
+      () => sf().passkeySignIn.p50,
+      "ms",
+      "≤ 15 ms",
+      (v) => v <= 15,
+    );
+    row("passkey_options_p50", "  … its options, p50", () => sf().passkeyOptions.p50, "ms");
+    row(
+      "stepup_code_p50",
+      "POST /users/me/step-up with an app's code, p50",
+      () => sf().stepUpCode.p50,
+      "ms",
+      "≤ 5 ms",
+      (v) => v <= 5,
+    );
+    row(
+      "enumeration_a3factor_z",
+      "A3 login, wrong password: account with a factor vs unknown e-mail, Mann–Whitney z",
+      () => Math.round(sf().a3Factor.z * 100) / 100,
+      "",
+      "|z| < 1.96",
+      (v) => Math.abs(v) < 1.96,
+    );
+    row("enumeration_a3factor_known_p50", "  … account with a factor, p50", () => sf().a3Factor.known.p50, "ms");
+    row("enumeration_a3factor_unknown_p50", "  … unknown e-mail, p50", () => sf().a3Factor.unknown.p50, "ms");
     const gzipKiB = env.size.gzipKiB ?? env.gz.gzipKiB;
     row(
       "bundle_gzip",
