@@ -316,6 +316,13 @@ describe.skipIf(!browserAvailable)('docs/dashboard.md, "Second factor, passkeys 
     recoveryCodes = (await shown.locator("li code").allTextContents()).map((text) => text.trim());
     expect(recoveryCodes).toHaveLength(10);
     expect(new Set(recoveryCodes).size).toBe(10);
+    // Each code is read on one line, also at 360 px: a code broken in the middle is easily copied wrong.
+    const lines = () => shown.locator("li code").evaluateAll((codes) => codes.map((code) => code.getClientRects().length));
+    expect(await lines()).toEqual(Array(10).fill(1));
+    await page.setViewportSize({ width: 360, height: 800 });
+    expect(await lines()).toEqual(Array(10).fill(1));
+    await expectNoSidewaysScroll(page, "Recovery codes at 360 px");
+    await page.setViewportSize({ width: 1280, height: 800 });
     // The download is a text file with every code, made in the page.
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Download codes (.txt)" }).click()]);
     expect(download.suggestedFilename()).toBe("herald-recovery-codes.txt");
