@@ -1,12 +1,55 @@
 import type { ClientResponse } from "hono/client";
 import { createHeraldClient } from "../client";
-import { plainDetail } from "./ui/plain-words";
+import { plainDetail, SAY } from "./ui/plain-words";
+
+/** The `detail` of a 403 that asks the person to confirm it is them before a sensitive change (docs/dashboard.md, "Step-up"). */
+const STEP_UP_REQUIRED = "step-up required";
+/** The `detail` of a 403 that refuses everything until a person whose role needs a second factor enrols one. */
+const SECOND_FACTOR_REQUIRED = "second factor required";
+
+/**
+ * Asks the person to confirm it is them (the step-up prompt, step-up.tsx); resolves true once the API accepted it,
+ * false when they cancelled. Set by the app while someone is signed in.
+ */
+let confirmIdentity: (() => Promise<boolean>) | undefined;
+/** One prompt for every call refused at once: the calls wait for the same answer. */
+let confirming: Promise<boolean> | undefined;
+
+export function setStepUpPrompt(prompt: (() => Promise<boolean>) | undefined): void {
+  confirmIdentity = prompt;
+}
+
+/** The `detail` of a refusal's JSON body, read from a copy so the answer itself stays unread for the caller. */
+async function detailOf(res: Response): Promise<string | undefined> {
+  try {
+    const body = (await res.clone().json()) as { detail?: unknown };
+    return typeof body.detail === "string" ? body.detail : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * fetch, for every call of the dashboard: an answer asking for a step-up opens the prompt, and once the person has
+ * confirmed, the same request is sent again, once. The refused request changed nothing, so sending it again is
+ * safe; a cancelled prompt hands the refusal on, and `call` says it in plain words (docs/dashboard.md, "Step-up").
+ */
+const confirmingFetch: typeof fetch = async (input, init) => {
+  const res = await fetch(input, init);
+  if (res.status !== 403 || !confirmIdentity || (await detailOf(res)) !== STEP_UP_REQUIRED) return res;
+  confirming ??= confirmIdentity().finally(() => {
+    confirming = undefined;
+  });
+  if (!(await confirming)) return res;
+  await res.body?.cancel();
+  return fetch(input, init);
+};
 
 /**
  * The typed client, for this origin. No token: the browser sends the HttpOnly session cookie itself, and every
  * state-changing call carries this page's `Origin`, which the API requires of cookie callers (docs/dashboard.md#security).
  */
-export const api = createHeraldClient({ baseUrl: location.origin });
+export const api = createHeraldClient({ baseUrl: location.origin, fetch: confirmingFetch });
 
 /** One entry of an error body's `validations` (docs/api.md, Conventions). */
 export interface Validation {
@@ -21,6 +64,8 @@ export class ApiProblem extends Error {
     message: string,
     readonly detail?: string,
     readonly validations: Validation[] = [],
+    /** A refusal the whole dashboard reacts to, not only the form that met it (a step-up, a second factor to enrol). */
+    readonly refusal?: "step-up" | "second-factor",
   ) {
     super(message);
   }
@@ -48,10 +93,24 @@ export function onSignedOut(listener: () => void): () => void {
   return () => signedOutListeners.delete(listener);
 }
 
+/**
+ * Listeners for an answer that says the person's role needs a second factor first: the app opens the enrolment page.
+ */
+const factorRequiredListeners = new Set<() => void>();
+export function onSecondFactorRequired(listener: () => void): () => void {
+  factorRequiredListeners.add(listener);
+  return () => factorRequiredListeners.delete(listener);
+}
+
 async function problemOf(res: { status: number; json(): Promise<unknown> }): Promise<ApiProblem> {
   try {
     const body = (await res.json()) as { message?: unknown; detail?: unknown; validations?: unknown };
     const validations = Array.isArray(body.validations) ? (body.validations as Validation[]) : [];
+    // Still asking for a step-up after confirmingFetch: the person cancelled the prompt, and nothing was changed.
+    if (res.status === 403 && body.detail === STEP_UP_REQUIRED) return new ApiProblem(403, SAY.stepUpCancelled, SAY.stepUpAgain, [], "step-up");
+    if (res.status === 403 && body.detail === SECOND_FACTOR_REQUIRED) {
+      return new ApiProblem(403, SAY.factorRequired, SAY.factorWhere, [], "second-factor");
+    }
     return new ApiProblem(
       res.status,
       typeof body.message === "string" ? body.message : `The server answered ${res.status}.`,
@@ -80,6 +139,7 @@ export async function call<R extends ClientResponse<unknown, number, "json" | "t
   if (!res.ok) {
     const problem = await problemOf(res);
     if (res.status === 401 && !options.quiet401) for (const listener of signedOutListeners) listener();
+    if (problem.refusal === "second-factor") for (const listener of factorRequiredListeners) listener();
     throw problem;
   }
   if (res.status === 204) return undefined as SuccessBody<R>;

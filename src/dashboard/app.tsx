@@ -2,27 +2,30 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import type { WatchStatus } from "../client";
 import { AccountPage } from "./account/account";
+import { EnrolFactorPage } from "./account/enrol-factor";
 import { PreferencesPage } from "./account/preferences";
 import { AdminBroadcastsPage } from "./admin/broadcasts";
 import { AdminMessagesPage } from "./admin/messages";
 import { AdminNotifierPage } from "./admin/notifier";
 import { AdminTemplatesPage } from "./admin/templates";
 import { AdminUsersPage } from "./admin/users";
-import { onSignedOut } from "./api";
+import { onSecondFactorRequired, onSignedOut, setStepUpPrompt } from "./api";
 import { connection, startLive, stopLive, stoppedBecause, unreadCount } from "./inbox/live";
 import { InboxPage } from "./inbox/page";
-import { href, navigate, type Route, useRoute } from "./router";
+import { href, navigate, navigateAfterSignIn, type Route, useRoute } from "./router";
 import { isAdmin, type Me, refreshSession, session, signOut } from "./session";
 import { ResetPasswordPage } from "./signin/reset-password";
+import { SecondFactorPage } from "./signin/second-factor";
 import { SetupPage } from "./signin/setup";
 import { SignInPage } from "./signin/sign-in";
+import { promptStepUp, StepUpPrompt } from "./step-up";
 import { Loading } from "./ui/components";
 import { useStore } from "./ui/store";
 import { asTheme, theme } from "./ui/theme";
 import { Unreachable } from "./unreachable";
 
 /** Pages anyone may open without a session. */
-const PUBLIC: readonly Route[] = ["sign-in", "setup", "reset-password"];
+const PUBLIC: readonly Route[] = ["sign-in", "setup", "reset-password", "second-factor"];
 /** The navigation after the Inbox: every signed-in person's pages, then the administration's (owners, user admins). */
 const PAGES: readonly (readonly [Route, string])[] = [
   ["preferences", "Preferences"],
@@ -43,7 +46,16 @@ export function App() {
 
   useEffect(() => {
     void refreshSession();
-    return onSignedOut(() => void refreshSession());
+    // A change that needs a recent sign-in asks for it in a prompt, from whatever page (docs/dashboard.md, "Step-up");
+    // a role that needs a second factor first opens the enrolment page, which leads back here.
+    setStepUpPrompt(promptStepUp);
+    const stopFactor = onSecondFactorRequired(() => navigate("enrol-factor", { back: location.hash }));
+    const stopSignedOut = onSignedOut(() => void refreshSession());
+    return () => {
+      setStepUpPrompt(undefined);
+      stopFactor();
+      stopSignedOut();
+    };
   }, []);
 
   // Where each state may be: a fresh deployment only sets up, a signed-out person only signs in (or resets a
@@ -52,7 +64,7 @@ export function App() {
     if (state.kind === "setup" && route !== "setup") navigate("setup");
     if (state.kind === "signed-out" && (route === undefined || !PUBLIC.includes(route) || route === "setup")) navigate("sign-in");
     if (state.kind === "signed-in") {
-      if (route === undefined || PUBLIC.includes(route)) navigate("inbox");
+      if (route === undefined || PUBLIC.includes(route)) navigateAfterSignIn();
       else if (ADMIN.includes(route) && !isAdmin(state.me)) navigate("inbox");
     }
   }, [state, route]);
@@ -85,6 +97,8 @@ export function App() {
       <Frame>
         {route === "reset-password" ? (
           <ResetPasswordPage deliverable={state.methods.password.reset_passcode_deliverable} />
+        ) : route === "second-factor" ? (
+          <SecondFactorPage />
         ) : (
           <SignInPage methods={state.methods} />
         )}
@@ -94,6 +108,7 @@ export function App() {
   return (
     <Frame me={state.me} route={route}>
       <SignedInPage route={route} me={state.me} />
+      <StepUpPrompt me={state.me} />
     </Frame>
   );
 }
@@ -104,6 +119,8 @@ function SignedInPage({ route, me }: { route: Route | undefined; me: Me }) {
       return <PreferencesPage me={me} />;
     case "account":
       return <AccountPage me={me} />;
+    case "enrol-factor":
+      return <EnrolFactorPage me={me} />;
     case "admin/users":
       return <AdminUsersPage me={me} />;
     case "admin/notifier":

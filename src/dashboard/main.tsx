@@ -2,11 +2,13 @@ import { render } from "preact";
 import { App } from "./app";
 import { takeDeepLink } from "./router";
 import { takeResetLink } from "./signin/reset-password";
+import { takeSecondFactorLink } from "./signin/second-factor";
 import { applyTheme } from "./ui/theme";
 import "./styles.css";
 
 applyTheme();
 takeResetLink();
 takeDeepLink();
+takeSecondFactorLink();
 const root = document.getElementById("app");
 if (root) render(<App />, root);

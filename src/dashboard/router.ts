@@ -8,9 +8,11 @@ export type Route =
   | "sign-in"
   | "setup"
   | "reset-password"
+  | "second-factor"
   | "inbox"
   | "preferences"
   | "account"
+  | "enrol-factor"
   | "admin/users"
   | "admin/notifier"
   | "admin/templates"
@@ -21,9 +23,11 @@ const ROUTES: readonly Route[] = [
   "sign-in",
   "setup",
   "reset-password",
+  "second-factor",
   "inbox",
   "preferences",
   "account",
+  "enrol-factor",
   "admin/users",
   "admin/notifier",
   "admin/templates",
@@ -55,7 +59,7 @@ export function routeParam(name: string): string | null {
 }
 
 /** The page the fragment names; `undefined` for an empty or unknown one. */
-function currentRoute(): Route | undefined {
+export function currentRoute(): Route | undefined {
   const name = location.hash.replace(/^#\/?/, "").split("?")[0] ?? "";
   return ROUTES.find((route) => route === name);
 }
@@ -64,8 +68,24 @@ export function href(route: Route): string {
   return `#/${route}`;
 }
 
-export function navigate(route: Route): void {
-  if (currentRoute() !== route) location.hash = href(route);
+export function navigate(route: Route, query?: Record<string, string>): void {
+  if (currentRoute() === route) return;
+  location.hash = query ? `${href(route)}?${new URLSearchParams(query)}` : href(route);
+}
+
+/** Where the sign-in that is finishing goes: the inbox, unless it was started for another page of the dashboard. */
+let landing: string | undefined;
+
+/** Sets the page (a fragment, `#/…`) that the next finished sign-in opens instead of the inbox. */
+export function landAfterSignIn(fragment: string): void {
+  landing = fragment;
+}
+
+/** Opens the page a finished sign-in goes to. */
+export function navigateAfterSignIn(): void {
+  const target = landing ?? href("inbox");
+  landing = undefined;
+  if (location.hash !== target) location.hash = target;
 }
 
 /** The page shown now, updated on every change of the fragment. */

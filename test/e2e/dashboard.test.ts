@@ -306,7 +306,7 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (docs/dashboard.md
     await page.getByRole("link", { name: "Back to sign-in" }).click();
     await page.getByLabel("E-mail").fill(member.email);
     await page.getByLabel("Password").fill(fresh);
-    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await page.getByRole("heading", { name: "Inbox", exact: true }).waitFor();
     // A member has no administration pages.
     expect(await page.getByRole("link", { name: "Users" }).count()).toBe(0);

@@ -39,7 +39,7 @@ async function signIn(page: Page, url: string): Promise<void> {
   await page.goto(url);
   await page.getByLabel("E-mail").fill(OWNER.email);
   await page.getByLabel("Password").fill(OWNER.password);
-  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
   await page.getByRole("heading", { name: "Inbox", exact: true }).waitFor();
 }
 

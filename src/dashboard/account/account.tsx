@@ -3,6 +3,7 @@ import type { Me } from "../session";
 import { Page, Time } from "../ui/components";
 import { loginTypeName } from "./labels";
 import { PasswordSection } from "./password";
+import { SecuritySection } from "./security";
 import { SessionsSection } from "./sessions";
 import { TokensSection } from "./tokens";
 import "./account.css";
@@ -14,6 +15,7 @@ export function AccountPage({ me }: { me: Me }) {
     <Page title="Account">
       <Profile me={me} />
       {me.login_type === "password" ? <PasswordSection onChanged={() => setVersion((v) => v + 1)} /> : null}
+      <SecuritySection />
       <SessionsSection version={version} />
       <TokensSection version={version} />
     </Page>

@@ -8,6 +8,19 @@
 /** Sentences the forms also say themselves, before asking the API. */
 export const SAY = {
   pickUser: "Pick a user from the list, or paste a full user id.",
+  /** A step-up prompt the person cancelled (docs/dashboard.md, "Step-up"). */
+  stepUpCancelled: "Nothing was changed: this needs you to confirm it is you.",
+  stepUpAgain: "Try again when you are ready, and confirm it is you when Herald asks.",
+  /** A role that needs a second factor, before one is enrolled (docs/dashboard.md, "Second factor"). */
+  factorRequired: "Your role needs a second factor first.",
+  factorWhere: "Add an authenticator app or a passkey on the page that opened, then go on.",
+  /** The API's answer to a wrong code at the second step of a sign-in, and what to do next. */
+  incorrectCode: "Incorrect one-time code.",
+  appCodeAgain: "Type the code your app shows now; it changes every 30 seconds. Or use a recovery code.",
+  recoveryCodeAgain: "Each recovery code works once: check it, or try another of yours.",
+  /** The browser refused or stopped a passkey ceremony (the person cancelled, or it timed out). */
+  passkeyStopped: "The passkey was not used: it was cancelled or took too long.",
+  passkeyAgain: "Try again, or use another way offered here.",
 } as const;
 
 /** What the dashboard's forms call each field the API names (by JSON path). */
@@ -18,6 +31,7 @@ const LABELS: Readonly<Record<string, string>> = {
   password: "Password",
   old_password: "Current password",
   one_time_passcode: "Passcode",
+  code: "Code",
   token_name: "Token name",
   lifetime: "Lifetime",
   scopes: "Scopes",
