@@ -66,8 +66,15 @@ const refused = (message: string, field: keyof StepUpBody, failedCheck: boolean)
  * user without one, with the password; an external-login user without one signs in again instead. Every refusal is a
  * 400 naming the field, never a 401: the session itself is still good.
  */
-export async function checkStepUp(c: Context<AppEnv>, db: Database, user: Pick<UserRow, "id" | "loginType">, body: StepUpBody): Promise<StepUpProof> {
-  const factors = await factorsOf(db, user.id);
+export async function checkStepUp(
+  c: Context<AppEnv>,
+  db: Database,
+  user: Pick<UserRow, "id" | "loginType">,
+  body: StepUpBody,
+  admitted: Promise<void> = Promise.resolve(),
+): Promise<StepUpProof> {
+  // The caller's rate limit runs alongside the read, and refuses before anything is checked.
+  const [factors] = await Promise.all([factorsOf(db, user.id), admitted]);
   if (hasSecondFactor(factors)) {
     const proof = body.passkey !== undefined ? { passkey: body.passkey } : body.code !== undefined ? { code: body.code } : undefined;
     if (proof === undefined) throw refused(MfaMessages.useSecondFactor, "password", false);

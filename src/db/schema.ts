@@ -431,6 +431,11 @@ export const mfaChallenges = sqliteTable(
     /** What the first step proved (`pwd`, `oidc` or `github`). */
     methods: text("methods", { mode: "json" }).$type<AuthMethod[]>().notNull(),
     attempts: integer("attempts").notNull().default(0),
+    /**
+     * Where an external sign-in goes once its second step is done: what `safeRedirect` made of the flow's `redirect`,
+     * kept here so the page never has to trust a target written in its own address (docs/second-factor.md).
+     */
+    redirect: text("redirect"),
     expiresAt: timestamp("expires_at").notNull(),
     createdAt: timestamp("created_at").notNull(),
   },

@@ -122,7 +122,7 @@ async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query:
   // A user with a second factor is not signed in yet: the dashboard asks for it (docs/second-factor.md, "Signing in").
   const factors = await factorsOf(db, user.id);
   if (hasSecondFactor(factors)) {
-    const challenge = await issueChallenge(db, { userId: user.id, loginType: provider.type, methods: [provider.type] });
+    const challenge = await issueChallenge(db, { userId: user.id, loginType: provider.type, methods: [provider.type], redirect: flow.redirect });
     await db.batch([
       challenge.insert,
       auditInsert(db, c, {
@@ -133,19 +133,19 @@ async function finishFlow(c: Context<AppEnv>, provider: ExternalProvider, query:
         diff: { login_type: provider.type },
       }),
     ]);
-    return c.redirect(secondFactorPage(config.origin, challenge.token, secondFactorMethods(factors), flow.redirect), 302);
+    return c.redirect(secondFactorPage(config.origin, challenge.token, secondFactorMethods(factors)), 302);
   }
   await startSession(c, db, { userId: user.id, loginType: provider.type, methods: [provider.type], diff: { login_type: provider.type } });
   return c.redirect(flow.redirect, 302);
 }
 
 /**
- * The dashboard's second-factor page: `<ACCESS_URL origin>/#/second-factor?mfa_token=…&methods=…&redirect=…`. All in
- * the fragment, which never reaches a server or a log; the page finishes with `POST /users/login/mfa` and then goes
- * to `redirect`, already made safe by `safeRedirect` (docs/second-factor.md, "Signing in").
+ * The dashboard's second-factor page: `<ACCESS_URL origin>/#/second-factor?mfa_token=…&methods=…`. All in the
+ * fragment, which never reaches a server or a log; the page finishes with `POST /users/login/mfa`, whose answer names
+ * the `redirect` kept with the challenge, already made safe by `safeRedirect` (docs/second-factor.md, "Signing in").
  */
-function secondFactorPage(origin: string, token: string, methods: readonly string[], redirect: string): string {
-  return `${origin}/#/second-factor?mfa_token=${token}&methods=${methods.join(",")}&redirect=${encodeURIComponent(redirect)}`;
+function secondFactorPage(origin: string, token: string, methods: readonly string[]): string {
+  return `${origin}/#/second-factor?mfa_token=${token}&methods=${methods.join(",")}`;
 }
 
 /** Both callbacks: without `code` (or `error`) they start the provider flow, with it they finish it. */
@@ -164,7 +164,7 @@ function describeCallback(operationId: string, provider: string) {
     operationId,
     summary: `${provider} sign-in callback`,
     description:
-      "Without `code` or `error`, starts the provider flow (state, nonce and PKCE in a signed cookie) and redirects to the provider; with `oidc_merge_state` it continues a convert-login. With `code` or `error`, finishes the flow: the provider's verified e-mail signs in (or, if allowed, signs up) a user of this login type, or completes the conversion; a session cookie is set and the browser is redirected to `redirect`. A user with a second factor gets no session yet: the browser goes to the dashboard's second-factor page, `/#/second-factor?mfa_token=…&methods=…&redirect=…`, which finishes with `POST /users/login/mfa`.",
+      "Without `code` or `error`, starts the provider flow (state, nonce and PKCE in a signed cookie) and redirects to the provider; with `oidc_merge_state` it continues a convert-login. With `code` or `error`, finishes the flow: the provider's verified e-mail signs in (or, if allowed, signs up) a user of this login type, or completes the conversion; a session cookie is set and the browser is redirected to `redirect`. A user with a second factor gets no session yet: the browser goes to the dashboard's second-factor page, `/#/second-factor?mfa_token=…&methods=…`, which finishes with `POST /users/login/mfa` (its answer names `redirect`).",
     tags: ["External sign-in"],
     query: callbackQuery,
     responses: [

@@ -88,16 +88,19 @@ export function isReadAware(method: DispatchMethod, delayMs: number, hasInboxCop
  * straight to the user's object and the external one onto the queue, after the rows are committed.
  *
  * `db` is a request's own D1 session when the client may read the message log back (docs/consistency.md): its answer's
- * bookmark then covers these rows. Producers off the request path use the binding itself.
+ * bookmark then covers these rows. Producers off the request path use the binding itself. `admitted` is a check that
+ * must pass before anything is stored (a caller's rate limit): it runs alongside the reads, and its refusal is thrown
+ * before any write.
  */
 export async function enqueueNotification(
   env: Env,
   background: Background,
   request: EnqueueRequest,
   db: Database = database(env.DB),
+  admitted: Promise<void> = Promise.resolve(),
 ): Promise<MessageRow[]> {
   const config = getConfig(env);
-  const [templates, recipients, preferences, paused] = await db.batch([
+  const reads = db.batch([
     db.select().from(notificationTemplates).where(eq(notificationTemplates.id, request.templateId)),
     db.select().from(users).where(eq(users.id, request.userId)),
     db
@@ -106,6 +109,7 @@ export async function enqueueNotification(
       .where(and(eq(notificationPreferences.userId, request.userId), eq(notificationPreferences.templateId, request.templateId))),
     pausedQuery(db),
   ]);
+  const [[templates, recipients, preferences, paused]] = await Promise.all([reads, admitted]);
   const template = templates[0];
   const user = recipients[0];
   if (!template) throw new Error(`unknown notification template ${request.templateId}`);

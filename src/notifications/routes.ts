@@ -130,8 +130,6 @@ export const notificationRoutes = new Hono<AppEnv>()
         if (auth.user.isSystem) throw forbidden(NotificationsMessages.systemUserForbidden, NotificationsMessages.systemUserCustom);
         assertCan(c, "create", message);
       }
-      // After validation and the permission check: only a request that would fill the inbox counts.
-      await limitCustomNotifications(c);
       const body = c.req.valid("json");
       await enqueueNotification(
         c.env,
@@ -143,6 +141,9 @@ export const notificationRoutes = new Hono<AppEnv>()
           createdBy: auth.user.id,
         },
         dbFor(c, "write"),
+        // After validation and the permission check, so only a request that would fill the inbox counts; alongside
+        // the template and preference reads, and refused before anything is stored.
+        limitCustomNotifications(c),
       );
       return c.body(null, 204);
     },

@@ -9,7 +9,9 @@
  * | endpoint                                | body | path | credentials | > 1 MiB |
  * |-----------------------------------------|------|------|-------------|---------|
  * | POST /users/login/mfa                   | yes  |      | (public)    | yes     |
+ * | POST /users/login/mfa/passkey-options   | yes  |      | (public)    | yes     |
  * | POST /users/me/step-up                  | yes  |      | yes, Origin | yes     |
+ * | POST /users/me/step-up/passkey-options  |      |      | yes, Origin | yes     |
  * | GET /users/{user}/mfa                   |      | yes  | yes         |         |
  * | POST /users/{user}/mfa/totp             |      | yes  | yes, Origin | yes     |
  * | POST /users/{user}/mfa/totp/confirm     | yes  | yes  | yes, Origin | yes     |
@@ -40,6 +42,7 @@ import {
 } from "../fixtures/bad-input";
 import { stateChecks } from "../fixtures/stored-state";
 import { call, createUser, owner, type TestUser } from "../helpers";
+import { addPasskey, SoftAuthenticator } from "../passkeys/authenticator";
 import { codeAt, type Enrolled, enrolTotp, forgetUsedStep, passwordStep } from "./mfa-helpers";
 
 const checks = stateChecks("accounts");
@@ -50,13 +53,17 @@ interface Fixtures {
   member: TestUser & { pendingSecret: string };
   /** Has an authenticator app on, and a sign-in waiting for its code. */
   enrolled: TestUser & Enrolled & { mfaToken: string };
+  /** Has a passkey, and a sign-in waiting for its second step. */
+  keyed: TestUser & { mfaToken: string };
   knownRefs: Set<string>;
 }
 let fx: Fixtures;
 
 beforeAll(async () => {
   const admin = await owner();
-  const [member, enrolledUser] = await Promise.all([createUser(), createUser()]);
+  const [member, enrolledUser, keyedUser] = await Promise.all([createUser(), createUser(), createUser()]);
+  await addPasskey(keyedUser.token, await SoftAuthenticator.create("ES256"));
+  const keyedStep = await passwordStep(keyedUser);
   const begun = await call("POST", "/users/me/mfa/totp", { token: member.token });
   const { secret: pendingSecret } = (await begun.json()) as { secret: string };
   const enrolment = await enrolTotp(enrolledUser);
@@ -66,11 +73,19 @@ beforeAll(async () => {
     admin,
     member: { ...member, pendingSecret },
     enrolled: { ...enrolledUser, ...enrolment, mfaToken: mfa_token },
+    keyed: { ...keyedUser, mfaToken: keyedStep.mfa_token },
     knownRefs: await knownUserRefs(),
   };
 });
 
 const code = fc.oneof(notA("string"), textLongerThan(64), fc.constant(""));
+/** Not an AuthenticationResponseJSON: another type, an empty object, or one with its parts of the wrong types. */
+const passkey = fc.oneof(
+  notA("object"),
+  fc.constant({}),
+  fc.record({ id: fc.integer(), rawId: fc.string(), type: fc.constant("public-key"), response: fc.string() }),
+);
+const mfaToken = fc.oneof(notA("string"), textLongerThan(128), fc.constant(""));
 
 const BODY_ENDPOINTS: readonly BodyEndpoint[] = [
   {
@@ -80,8 +95,18 @@ const BODY_ENDPOINTS: readonly BodyEndpoint[] = [
     token: () => undefined,
     // A live token and the app's current code: if validation let a corrupted body through, a try would be spent.
     base: () => ({ mfa_token: fx.enrolled.mfaToken, code: codeAt(fx.enrolled.secret) }),
-    bad: { mfa_token: fc.oneof(notA("string"), textLongerThan(128), fc.constant("")), code },
+    bad: { mfa_token: mfaToken, code, passkey },
     required: ["mfa_token", "code"],
+  },
+  {
+    name: "passkey options POST /users/login/mfa/passkey-options",
+    method: "POST",
+    path: () => "/users/login/mfa/passkey-options",
+    token: () => undefined,
+    // A live token of a user with a passkey: a corrupted body let through would store a challenge.
+    base: () => ({ mfa_token: fx.keyed.mfaToken }),
+    bad: { mfa_token: mfaToken },
+    required: ["mfa_token"],
   },
   {
     name: "step-up POST /users/me/step-up",
@@ -89,7 +114,7 @@ const BODY_ENDPOINTS: readonly BodyEndpoint[] = [
     path: () => "/users/me/step-up",
     token: () => fx.member.token,
     base: () => ({ password: fx.member.password }),
-    bad: { password: fc.oneof(notA("string"), textLongerThan(1024)), code },
+    bad: { password: fc.oneof(notA("string"), textLongerThan(1024)), code, passkey },
     required: [],
   },
   {
@@ -106,7 +131,15 @@ const BODY_ENDPOINTS: readonly BodyEndpoint[] = [
 /** Every endpoint, with a request that would succeed (given the fixtures) but for the one thing a test breaks. */
 const ENDPOINTS: readonly EndpointCall[] = [
   { name: "POST /users/login/mfa", method: "POST", path: () => "/users/login/mfa", body: () => BODY_ENDPOINTS[0]?.base() ?? {}, as: "public" },
+  {
+    name: "POST /users/login/mfa/passkey-options",
+    method: "POST",
+    path: () => "/users/login/mfa/passkey-options",
+    body: () => ({ mfa_token: fx.keyed.mfaToken }),
+    as: "public",
+  },
   { name: "POST /users/me/step-up", method: "POST", path: () => "/users/me/step-up", body: () => ({ password: fx.member.password }), as: "member" },
+  { name: "POST /users/me/step-up/passkey-options", method: "POST", path: () => "/users/me/step-up/passkey-options", as: "member" },
   { name: "GET /users/{user}/mfa", method: "GET", path: () => "/users/me/mfa", as: "member" },
   { name: "POST /users/{user}/mfa/totp", method: "POST", path: () => "/users/me/mfa/totp", as: "member" },
   {
@@ -166,6 +199,8 @@ describe("path parameters", () => {
     "/users/me/mfa/%00/confirm",
     "/users/login/mfa%00",
     "/users/me/step-up/",
+    "/users/me/step-up/passkey-options%00",
+    "/users/login/mfa/passkey-options/",
   ] as const;
   rawPaths(RAW_PATHS, () => ({ token: fx.member.token, body: { ...RAW_PATH_BODY, code: "123456", mfa_token: "x" } }), checks);
 });
@@ -174,7 +209,9 @@ describe("wrong methods", () => {
   wrongMethods(
     () => ({
       "/users/login/mfa": ["POST"],
+      "/users/login/mfa/passkey-options": ["POST"],
       "/users/me/step-up": ["POST"],
+      "/users/me/step-up/passkey-options": ["POST"],
       "/users/me/mfa": ["GET", "DELETE"],
       "/users/me/mfa/totp": ["POST", "DELETE"],
       "/users/me/mfa/totp/confirm": ["POST"],
@@ -210,6 +247,7 @@ describe("hostile but well-formed values", () => {
 describe("the base requests were valid", () => {
   baseRequestsSucceed(BODY_ENDPOINTS, [
     ["second step", 201],
+    ["passkey options", 200],
     ["step-up", 204],
     ["confirm", 200],
   ]);

@@ -1,7 +1,7 @@
 // External sign-in of a user with a second factor (docs/second-factor.md, "Signing in"; docs/api.md, "External
 // sign-in"): the callback ends at the dashboard's second-factor page before any session exists —
-// `<ACCESS_URL origin>/#/second-factor?mfa_token=…&methods=…&redirect=…`, all in the fragment — and
-// `POST /users/login/mfa` then signs the browser in. Real flows against the OpenID Provider and the GitHub stand-in
+// `<ACCESS_URL origin>/#/second-factor?mfa_token=…&methods=…`, all in the fragment — and
+// `POST /users/login/mfa` then signs the browser in and answers the flow's `redirect`, which the server kept. Real flows against the OpenID Provider and the GitHub stand-in
 // (test/peers), walked by a cookie jar as in test/external/external-login.test.ts.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
@@ -47,16 +47,17 @@ function sessionCookieOf(res: Response): string | undefined {
 }
 
 /** The second-factor page a callback sent the browser to, and what its fragment carries. */
-function secondFactorPage(res: Response): { mfaToken: string; methods: string[]; redirect: string } {
+function secondFactorPage(res: Response): { mfaToken: string; methods: string[] } {
   expect(res.status).toBe(302);
   const location = res.headers.get("Location") ?? "";
   const [page, query = ""] = location.split("?");
   expect(page).toBe(`${HERALD}/#/second-factor`);
-  // Exactly the three parameters, in the fragment: nothing of them in a path or query a server would see.
+  // Exactly the two parameters, in the fragment: nothing of them in a path or query a server would see, and no
+  // target for the page to trust (the server keeps it with the token).
   expect(new URL(location).search).toBe("");
-  expect(query).toMatch(/^mfa_token=[0-9A-Za-z-]+&methods=[a-z_,]+&redirect=[^&]+$/);
+  expect(query).toMatch(/^mfa_token=[0-9A-Za-z-]+&methods=[a-z_,]+$/);
   const params = new URLSearchParams(query);
-  return { mfaToken: params.get("mfa_token") ?? "", methods: (params.get("methods") ?? "").split(","), redirect: params.get("redirect") ?? "" };
+  return { mfaToken: params.get("mfa_token") ?? "", methods: (params.get("methods") ?? "").split(",") };
 }
 
 /** An account an administrator made for external sign-in (no password). */
@@ -90,11 +91,11 @@ describe('external sign-in with a second factor (docs/second-factor.md, "Signing
     ).toBe(true);
     const page = secondFactorPage(done);
     expect(page.methods).toEqual(["totp", "recovery_code"]);
-    expect(page.redirect).toBe("/notifications?tab=unread");
     expect(jar.header(`${HERALD}/`) ?? "").not.toContain(SESSION_COOKIE);
 
     const finished = await call("POST", "/users/login/mfa", { body: { mfa_token: page.mfaToken, code: codeAt(secret) } });
     expect(finished.status).toBe(201);
+    expect(await finished.clone().json()).toMatchObject({ redirect: "/notifications?tab=unread" });
     const token = sessionCookieOf(finished);
     expect(token).toBeDefined();
     const me = await json<{ id: string; login_type: string }>(await call("GET", "/users/me", { token }));
@@ -111,7 +112,7 @@ describe('external sign-in with a second factor (docs/second-factor.md, "Signing
     );
   });
 
-  it("GitHub: the same, and an unsafe redirect is already `/` in the fragment", async () => {
+  it("GitHub: the same, and an unsafe redirect is already `/` when the second step answers it", async () => {
     const email = `${unique("gh-mfa")}@herald.test`;
     const id = Math.floor(Math.random() * 1_000_000_000) + 2_000_000_000;
     githubNextLogin({
@@ -126,9 +127,9 @@ describe('external sign-in with a second factor (docs/second-factor.md, "Signing
     const { done } = await signIn(GITHUB_CALLBACK, "https://evil.example/steal");
     expect(sessionCookieOf(done)).toBeUndefined();
     const page = secondFactorPage(done);
-    expect(page.redirect).toBe("/");
     const finished = await call("POST", "/users/login/mfa", { body: { mfa_token: page.mfaToken, code: recoveryCodes[0] ?? "" } });
     expect(finished.status).toBe(201);
+    expect(await finished.clone().json()).toMatchObject({ redirect: "/" });
     const me = await json<{ id: string; login_type: string }>(await call("GET", "/users/me", { token: sessionCookieOf(finished) }));
     expect(me).toMatchObject({ id: user.id, login_type: "github" });
   });

@@ -20,6 +20,8 @@ export interface ChallengeStart {
   loginType: "password" | "oidc" | "github";
   /** What the first step proved. */
   methods: AuthMethod[];
+  /** External sign-in only: where the browser goes once the second step is done, already made safe. */
+  redirect?: string | undefined;
 }
 
 /** A new challenge: the token to hand to the client once, and its insert. */
@@ -33,6 +35,7 @@ export async function issueChallenge(db: Database, start: ChallengeStart) {
     userId: start.userId,
     loginType: start.loginType,
     methods: start.methods,
+    redirect: start.redirect ?? null,
     attempts: 0,
     expiresAt: nowIso(now + TTL_MS),
     createdAt: nowIso(now),
@@ -67,7 +70,7 @@ export async function findChallenge(db: Database, token: string): Promise<Opened
   if (!row || !user || user.deleted) return undefined;
   if (!timingSafeEqualText(await sha256Hex(secret), row.hashedSecret)) return undefined;
   if (row.attempts >= MAX_CHALLENGE_ATTEMPTS || Date.parse(row.expiresAt) <= Date.now()) return undefined;
-  return { id: row.id, userId: row.userId, loginType: row.loginType, methods: row.methods, user };
+  return { id: row.id, userId: row.userId, loginType: row.loginType, methods: row.methods, redirect: row.redirect ?? undefined, user };
 }
 
 /**

@@ -15,6 +15,8 @@ export interface Factors {
   passkeys: number;
   /** Unused recovery codes: counted only while the user has a factor for them to stand in for. */
   recoveryCodes: number;
+  /** The authenticator app's row as read here (on or pending), so checking a code needs no second read. */
+  app?: typeof userTotp.$inferSelect | undefined;
 }
 
 /** The methods a second-factor step may use, as `POST /users/login` lists them. */
@@ -23,7 +25,7 @@ export type SecondFactorMethod = "totp" | "passkey" | "recovery_code";
 /** One round trip: the authenticator app's state, the usable passkeys and the unused recovery codes. */
 export async function factorsOf(db: Database, userId: string): Promise<Factors> {
   const [totp, keys, codes] = await db.batch([
-    db.select({ confirmedAt: userTotp.confirmedAt }).from(userTotp).where(eq(userTotp.userId, userId)),
+    db.select().from(userTotp).where(eq(userTotp.userId, userId)),
     db
       .select({ n: count() })
       .from(passkeys)
@@ -35,7 +37,7 @@ export async function factorsOf(db: Database, userId: string): Promise<Factors> 
   ]);
   const on = totp[0] !== undefined && totp[0].confirmedAt !== null;
   const usable = keys[0]?.n ?? 0;
-  return { totp: on, passkeys: usable, recoveryCodes: on || usable > 0 ? (codes[0]?.n ?? 0) : 0 };
+  return { totp: on, passkeys: usable, recoveryCodes: on || usable > 0 ? (codes[0]?.n ?? 0) : 0, app: totp[0] };
 }
 
 /** Whether sign-in must ask for a second factor: an authenticator app or a passkey. Recovery codes alone are none. */

@@ -16,7 +16,6 @@ import { userPath } from "../../users/schemas";
 import { changeFactors, commitAccountChanges, endKeys } from "../account-changes";
 import { AuthMessages } from "../messages";
 import { limitPerAccount, limitPerIp, limitSensitive } from "../rate-limit";
-import { LoginWithPasswordResponse } from "../schemas";
 import { refuseCrossSite, requireAuth, requireAuthToEnrol } from "../session";
 import { startSession } from "../sign-in";
 import { checkStepUp, recordStepUp, requireRecentAuth } from "../step-up";
@@ -26,7 +25,16 @@ import { factorsOf, hasSecondFactor, removeAllFactors, removeFactorLeftovers } f
 import { MfaMessages } from "./messages";
 import { assertSecondFactorPolicy, secondFactorRequired } from "./policy";
 import { newRecoveryCodes } from "./recovery-codes";
-import { confirmTotpBody, loginMfaBody, MfaStatus, mfaPasskeyOptionsBody, RecoveryCodesResponse, stepUpBody, TotpEnrolment } from "./schemas";
+import {
+  confirmTotpBody,
+  LoginWithSecondFactorResponse,
+  loginMfaBody,
+  MfaStatus,
+  mfaPasskeyOptionsBody,
+  RecoveryCodesResponse,
+  stepUpBody,
+  TotpEnrolment,
+} from "./schemas";
 import { checkSecondFactor } from "./verify";
 
 const SELF_ONLY = { 403: `\`{user}\` is not the caller: \`${MfaMessages.selfOnly}\`` };
@@ -68,7 +76,7 @@ export const mfaRoutes = new Hono<AppEnv>()
         {
           status: 201,
           description: "Signed in: the session token, also set as the session cookie.",
-          schema: LoginWithPasswordResponse,
+          schema: LoginWithSecondFactorResponse,
           headers: SET_SESSION_COOKIE,
         },
       ],
@@ -111,7 +119,7 @@ export const mfaRoutes = new Hono<AppEnv>()
         methods: [...challenge.methods, checked.amr],
         diff: { login_type: challenge.loginType, second_factor: checked.method },
       });
-      return c.json({ session_token: token }, 201);
+      return c.json({ session_token: token, ...(challenge.redirect === undefined ? {} : { redirect: challenge.redirect }) }, 201);
     },
   )
   .post(
@@ -165,9 +173,8 @@ export const mfaRoutes = new Hono<AppEnv>()
       assertScope(c, "api_key", "update");
       const { key, user } = c.get("auth");
       if (key.loginType === "token") throw badRequest(MfaMessages.sessionsOnly);
-      await limitSensitive(c, "step-up");
       const db = dbFor(c, "write");
-      const proof = await checkStepUp(c, db, user, body);
+      const proof = await checkStepUp(c, db, user, body, limitSensitive(c, "step-up"));
       await db.batch([
         recordStepUp(db, key, proof.amr),
         auditInsert(db, c, { action: "step_up", resourceType: "api_key", resourceId: key.id, diff: { method: proof.method } }),

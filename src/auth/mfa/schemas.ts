@@ -51,6 +51,17 @@ export const loginMfaBody = named(
   exactlyOneSchema(MFA_PROOFS),
 );
 
+export const LoginWithSecondFactorResponse = named(
+  "LoginWithSecondFactorResponse",
+  z.strictObject({
+    session_token: z.string(),
+    redirect: described(
+      "Only after an OpenID Connect or GitHub sign-in: where that flow was to end (a Herald path or a URL on an allowed origin), for the page to go on to.",
+      z.string().optional(),
+    ),
+  }),
+);
+
 export const mfaPasskeyOptionsBody = named("SecondFactorPasskeyOptionsRequest", z.object({ mfa_token: z.string().min(1).max(128) }));
 
 export const TotpEnrolment = named(

@@ -5,7 +5,7 @@ import { type AuthMethod, passkeys } from "../../db/schema";
 import type { AppEnv } from "../../http/types";
 import { PasskeyRefused, verifyPasskeyAssertion } from "../../passkeys/assertion";
 import type { AuthenticationResponseBody } from "../../passkeys/schemas";
-import { acceptableStep, acceptStep, totpOf } from "./authenticator";
+import { acceptableStep, acceptStep } from "./authenticator";
 import type { Factors, SecondFactorMethod } from "./factors";
 import { secondFactorMethods } from "./factors";
 import { matchRecoveryCode, useRecoveryCode } from "./recovery-codes";
@@ -63,7 +63,7 @@ export async function checkSecondFactor(
   const code = proof.code.replace(/\s/g, "");
   if (/^\d{6}$/.test(code)) {
     if (!methods.includes("totp")) return undefined;
-    const row = await totpOf(db, userId);
+    const row = factors.app;
     const step = row && (await acceptableStep(config, row, code));
     return step === undefined ? undefined : { method: "totp", amr: "otp", use: acceptStep(db, userId, step, false) };
   }

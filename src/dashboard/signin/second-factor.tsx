@@ -24,7 +24,8 @@ export function askSecondFactor(next: Challenge): void {
 
 /**
  * An external sign-in (OpenID Connect, GitHub) of a person with a second factor comes back to
- * `/#/second-factor?mfa_token=…&methods=…&redirect=…`. The token is kept in memory and the address replaced at once,
+ * `/#/second-factor?mfa_token=…&methods=…`; where it was to end is kept by the server with the token and named in
+ * the second step's answer. The token is kept in memory and the address replaced at once,
  * so it stays in neither the history nor a bookmark (as a password reset's passcode, docs/dashboard.md#pages).
  */
 export function takeSecondFactorLink(): void {
@@ -34,22 +35,26 @@ export function takeSecondFactorLink(): void {
     challenge = {
       token,
       methods: (routeParam("methods") ?? "").split(",").filter(Boolean),
-      redirect: routeParam("redirect") ?? undefined,
     };
   }
   history.replaceState(null, "", `/${href("second-factor")}`);
 }
 
 /**
- * Where the finished sign-in goes. Only a place on this origin is followed: the address came in the fragment, which
- * anyone can write into a link, so another origin is not taken from it (docs/dashboard.md, "Second factor").
+ * Where the finished sign-in goes: the `redirect` the server kept with the sign-in (an external sign-in's, checked
+ * against the allowed origins when it began) may be on another origin; a place this page was given itself only on
+ * this one (docs/dashboard.md, "Second factor").
  */
-async function goOn(redirect: string | undefined): Promise<void> {
+async function goOn(kept: string | undefined, local: string | undefined): Promise<void> {
   let target: URL | undefined;
   try {
-    target = redirect ? new URL(redirect, location.origin) : undefined;
+    target = kept ? new URL(kept, location.origin) : local ? new URL(local, location.origin) : undefined;
   } catch {
     target = undefined;
+  }
+  if (target && kept && target.origin !== location.origin) {
+    location.assign(target.href);
+    return;
   }
   if (target && target.origin === location.origin && (target.pathname !== "/" || target.search)) {
     // Another path of Herald (a notice's link): a page load there, now with the session cookie.
@@ -70,13 +75,14 @@ export function SecondFactorPage() {
   const verify = useAction(async (proof: Proof) => {
     if (!current) return;
     const mfa_token = current.token;
+    let answer: { redirect?: string | undefined };
     if ("passkey" in proof) {
       const options = await call(api.users.login.mfa["passkey-options"].$post({ json: { mfa_token } }), { quiet401: true });
       const passkey = await getPasskey(options);
-      await call(api.users.login.mfa.$post({ json: { mfa_token, passkey } }), { quiet401: true });
+      answer = await call(api.users.login.mfa.$post({ json: { mfa_token, passkey } }), { quiet401: true });
     } else {
       try {
-        await call(api.users.login.mfa.$post({ json: { mfa_token, code: proof.code } }), { quiet401: true });
+        answer = await call(api.users.login.mfa.$post({ json: { mfa_token, code: proof.code } }), { quiet401: true });
       } catch (error) {
         // The API says only that the code was wrong; the page adds what to do next (docs/dashboard.md#errors).
         if (!(error instanceof ApiProblem) || error.status !== 401 || error.detail || error.message !== SAY.incorrectCode) throw error;
@@ -84,7 +90,7 @@ export function SecondFactorPage() {
       }
     }
     challenge = undefined;
-    await goOn(current.redirect);
+    await goOn(answer.redirect, current.redirect);
   });
 
   if (!current) {
