@@ -26,6 +26,19 @@ function ensureSecretKey() {
   console.log("Generated a development SECRET_KEY in .dev.vars (local use only; production uses `wrangler secret put`).");
 }
 
+/**
+ * A server whose starter is gone would hold its port and database until someone finds it: a test run killed midway
+ * leaves its Heralds behind, in process groups of their own (scripts/local-herald.mjs). So when this process is handed
+ * to another parent, it stops as on SIGTERM (docs/deployment.md, "Running locally").
+ */
+function stopWithStarter() {
+  const starter = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== starter) process.kill(process.pid, "SIGTERM");
+  }, 1000).unref();
+}
+stopWithStarter();
+
 /** Runs wrangler with our Node; Ctrl-C / SIGTERM reach it and we wait for it to finish cleanly. */
 function wrangler(args, extraEnv = {}) {
   return new Promise((resolve) => {

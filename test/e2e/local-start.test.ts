@@ -47,3 +47,32 @@ describe("ACCESS_URL locally (README, Two commands)", () => {
     expect(await testNotificationLink(herald.url)).toBe("https://herald.example.com/deployment/notifications?tab=settings");
   });
 });
+
+describe('a server whose starter is gone (docs/deployment.md, "Running locally")', () => {
+  it("stops when the process that started it is killed, so nothing is left holding its port", async () => {
+    const port = await freePort();
+    // A starter that brings Herald up exactly as the suites do, then dies without stopping it: a test run killed midway.
+    const starter = `
+      import { startLocalHerald } from ${JSON.stringify(new URL("../../scripts/local-herald.mjs", import.meta.url).href)};
+      await startLocalHerald({ port: ${port}, settings: { SECRET_KEY: "${"k".repeat(48)}" } });
+      process.kill(process.pid, "SIGKILL");
+    `;
+    const { spawn } = await import("node:child_process");
+    const child = spawn(process.execPath, ["--input-type=module", "-e", starter], { stdio: "ignore" });
+    await new Promise((resolve) => child.once("exit", resolve));
+    expect(child.signalCode).toBe("SIGKILL");
+    // Herald answered before its starter died; within a few seconds nothing answers there any more.
+    let answering = true;
+    for (let i = 0; i < 100 && answering; i++) {
+      answering = await fetch(`http://localhost:${port}/healthz`).then(
+        async (res) => {
+          await res.arrayBuffer();
+          return true;
+        },
+        () => false,
+      );
+      if (answering) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(answering).toBe(false);
+  });
+});
