@@ -113,6 +113,10 @@ function serverNode() {
 export async function startLocalHerald({ port, settings, label = "herald", timeoutMs = 120_000, mailCatcher = false, onSpawn, persistTo }) {
   if (mailCatcher && "EMAIL_SMARTHOST" in settings) throw new Error("mailCatcher starts only when settings have no EMAIL_SMARTHOST");
   const mailPort = mailCatcher ? await freePort() : undefined;
+  // wrangler dev takes the first free port from 9229 for its inspector, checked and then bound a moment later: two
+  // starting at once can both find 9229 free, and the second fails with "Address already in use". Each gets one
+  // of its own instead.
+  const inspectorPort = await freePort();
   const written = mailCatcher || "EMAIL_SMARTHOST" in settings ? settings : { ...settings, EMAIL_SMARTHOST: "" };
   const persist = persistTo ?? mkdtempSync(path.join(tmpdir(), `${label}-`));
   const envFile = path.join(persist, "herald.env");
@@ -129,7 +133,7 @@ export async function startLocalHerald({ port, settings, label = "herald", timeo
   delete env.MAIL_CATCHER_PORT;
   if (mailPort !== undefined) env.MAIL_CATCHER_PORT = String(mailPort);
   env.PATH = `${path.join(root, "node_modules", ".bin")}${path.delimiter}${env.PATH ?? ""}`;
-  const child = spawn(serverNode(), ["scripts/dev.mjs", "--persist-to", persist, "--env-file", envFile], {
+  const child = spawn(serverNode(), ["scripts/dev.mjs", "--persist-to", persist, "--env-file", envFile, "--inspector-port", String(inspectorPort)], {
     cwd: root,
     env,
     stdio: ["ignore", "pipe", "pipe"],
