@@ -45,7 +45,7 @@ export function loadPasskeys() {
 /** Makes a passkey on this device (the browser's prompt) and saves it under `name`. */
 export async function addPasskey(name: string) {
   const options = await call(api.users[":user"].passkeys.options.$post({ param: { user: "me" } }));
-  // The API types `hints` as any strings; the browser library wants WebAuthn's names, which are all Herald sends.
+  // The API types `hints` as plain strings; the browser library wants WebAuthn's names, which are all Herald sends.
   const response = await createPasskey(options as PublicKeyCredentialCreationOptionsJSON);
   return call(api.users[":user"].passkeys.$post({ param: { user: "me" }, json: { ...(name ? { name } : {}), response } }));
 }

@@ -14,7 +14,7 @@ const EXTERNAL = {
   github: "/api/v2/users/oauth2/github/callback?redirect=%2F",
 };
 
-/** A passwordless sign-in's challenge (POST /users/login/passkey/options: any of the person's passkeys). */
+/** A passwordless sign-in's challenge (POST /users/login/passkey/options, answered by whichever of the person's passkeys they pick). */
 async function passkeyOptions() {
   return await call(api.users.login.passkey.options.$post(), { quiet401: true });
 }
