@@ -3,8 +3,14 @@
 // text before STARTTLS and counts what crosses it afterwards, so the server's TLS is the real one.
 import { type AddressInfo, createServer, type Server, Socket } from "node:net";
 
-/** 5 ms after STARTTLS's 220; when the server's first handshake bytes come back; after the handshake has completed. */
-export type ProxyCut = "after-starttls-reply" | "during-handshake" | "after-handshake";
+/**
+ * When the client's ClientHello arrives (the server never sees it); when the server's first handshake bytes come back;
+ * after the handshake has completed. Each is a point in the conversation, never a delay: with TLS session resumption a
+ * whole transaction takes about 13 ms on loopback, so a cut on a timer can land anywhere in it, even between the final
+ * dot and its 250, where no client can tell a delivered message from a lost one (docs/email.md, "Never lose, never
+ * duplicate").
+ */
+export type ProxyCut = "at-client-hello" | "during-handshake" | "after-handshake";
 
 export class CuttingProxy {
   private server: Server | undefined;
@@ -59,6 +65,7 @@ export class CuttingProxy {
     client.on("data", (chunk: Buffer) => {
       if (!upgraded && /^STARTTLS\r?\n/im.test(chunk.toString("latin1"))) starttlsSent = true;
       if (upgraded) clientChunksAfter++;
+      if (stage === "at-client-hello" && upgraded) return cut();
       upstream.write(chunk);
     });
     upstream.on("data", (chunk: Buffer) => {
@@ -67,7 +74,6 @@ export class CuttingProxy {
         client.write(chunk);
         if (starttlsSent && /^220 /m.test(chunk.toString("latin1"))) {
           upgraded = true;
-          if (stage === "after-starttls-reply") setTimeout(cut, 5);
         }
         return;
       }

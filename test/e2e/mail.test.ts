@@ -141,7 +141,7 @@ describe.skipIf(Boolean(unavailable))("real Postfix and SpamAssassin (docs/email
   // docs/email.md, "What it does": a connection cut at a TLS stage is temporary, never a
   // certificate failure; the passcode e-mail still arrives, once.
   const cuts: [ProxyCut, string][] = [
-    ["after-starttls-reply", "cut 5 ms after Postfix's 220 to STARTTLS"],
+    ["at-client-hello", "cut as Herald's ClientHello reaches the proxy, before Postfix sees it"],
     ["during-handshake", "cut when Postfix's first handshake bytes come back"],
     ["after-handshake", "cut after the handshake has completed"],
   ];
