@@ -33,6 +33,11 @@ export const users = sqliteTable(
      */
     searchName: text("search_name"),
     searchEmail: text("search_email"),
+    /**
+     * Set by "This wasn't me" (docs/security.md): password sign-in answers `Your password must be reset.` until a
+     * passcode reset completes.
+     */
+    passwordResetRequired: integer("password_reset_required", { mode: "boolean" }).notNull().default(false),
   },
   (t) => [
     uniqueIndex("users_email_live").on(sql`lower(${t.email})`).where(sql`${t.deleted} = 0 AND ${t.email} <> ''`),
@@ -95,6 +100,16 @@ export const apiKeys = sqliteTable(
     authTime: timestamp("auth_time"),
     /** How the session's user proved it, in order of first use: `pwd`, `otp`, `passkey`, `oidc`, `github` (JSON array). */
     authMethods: text("auth_methods", { mode: "json" }).$type<AuthMethod[]>().notNull().default(sql`'[]'`),
+    /**
+     * Where a login session was started (docs/security.md, "Devices"): the User-Agent as sent, what it names
+     * ("Chrome 131 on macOS"), the client address cut to its /24 or /48, and Cloudflare's country and city. Null
+     * for API tokens, for sessions from before they were recorded, and for what the request did not carry.
+     */
+    userAgent: text("user_agent"),
+    device: text("device"),
+    ipPrefix: text("ip_prefix"),
+    country: text("country"),
+    city: text("city"),
   },
   (t) => [
     index("api_keys_user").on(t.userId),
@@ -120,8 +135,49 @@ export const auditLogs = sqliteTable(
     diff: text("diff", { mode: "json" }).$type<Record<string, unknown>>().notNull().default(sql`'{}'`),
     ip: text("ip").notNull().default(""),
     requestId: text("request_id").notNull().default(""),
+    /** The request's User-Agent, cut to 512 characters (docs/security.md, "The audit log"). */
+    userAgent: text("user_agent").notNull().default(""),
+    /** The HTTP status the action answered: 2xx for what it changed, 4xx for a refusal worth keeping (a failed sign-in). */
+    statusCode: integer("status_code").notNull().default(200),
   },
-  (t) => [index("audit_logs_time").on(t.time), index("audit_logs_resource").on(t.resourceType, t.resourceId)],
+  (t) => [
+    index("audit_logs_time").on(t.time),
+    index("audit_logs_resource").on(t.resourceType, t.resourceId),
+    index("audit_logs_user").on(t.userId, t.time),
+    index("audit_logs_action").on(t.action, t.time),
+  ],
+);
+
+/**
+ * The devices each user signed in from (docs/security.md, "Devices"): browser family, operating system and country,
+ * with when each was last seen and last announced. A sign-in from a key not seen for 90 days sends the new-device
+ * notice, at most once an hour per key.
+ */
+export const userDevices = sqliteTable(
+  "user_devices",
+  {
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    deviceKey: text("device_key").notNull(),
+    lastSeenAt: timestamp("last_seen_at").notNull(),
+    lastNoticeAt: timestamp("last_notice_at"),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.deviceKey] })],
+);
+
+/**
+ * "This wasn't me" links already used (docs/security.md): the signed link names its event, and the event's row here
+ * makes it single-use. Kept past the link's 7 days only until the cron drops it.
+ */
+export const notMeUses = sqliteTable(
+  "not_me_uses",
+  {
+    eventId: text("event_id").primaryKey(),
+    userId: text("user_id").notNull(),
+    usedAt: timestamp("used_at").notNull(),
+  },
+  (t) => [index("not_me_uses_time").on(t.usedAt)],
 );
 
 /** Notification templates (docs/api.md, Notification delivery). Seeded by migration; ids are stable across deployments. */

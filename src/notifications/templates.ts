@@ -12,4 +12,32 @@ export const TEMPLATE_IDS = {
   yourAccountActivated: "1a6a6bea-ee0a-43e2-9e7c-eabdb53730e4",
   passwordChanged: "3c5f6a1e-8b2d-4f7a-9e0c-1d2b3a4c5e6f",
   loginMethodChanged: "7e9d1b3a-5c2f-4e8d-a6b0-9f1e2d3c4b5a",
+  newSignIn: "ec4cc453-1ecf-435a-aca8-ee07b61086fe",
+  factorAdded: "702cdb7d-f645-4ffb-b80e-80ee935cfcec",
+  factorRemoved: "d365c7e7-92a6-467f-9bc4-e80f1a071a0f",
+  recoveryCodesRegenerated: "77538dde-1d71-4c6c-9625-572cbda0e24b",
+  recoveryCodesLow: "301ab727-1bf2-42b5-bb6c-ead0c19be4ae",
+  apiTokenCreated: "bb7dfcb1-91a1-4df2-8ade-264739e7bcf1",
+  sessionsEnded: "17044c55-0743-41f6-8d72-7a30e1da5ec5",
+  siteRolesChanged: "9731e3af-8f93-4af1-ae30-ad5366160076",
+  compromiseReported: "b569231e-7a16-4deb-8ea5-f822e0cb2dd7",
 } as const;
+
+/**
+ * The templates whose `mandatory` column is set: the passcode and every security notice (docs/security.md,
+ * "Security notices"). No preference turns them off, and the dashboard shows them locked.
+ */
+export const MANDATORY_TEMPLATE_IDS: readonly string[] = [
+  TEMPLATE_IDS.oneTimePasscode,
+  TEMPLATE_IDS.passwordChanged,
+  TEMPLATE_IDS.loginMethodChanged,
+  TEMPLATE_IDS.newSignIn,
+  TEMPLATE_IDS.factorAdded,
+  TEMPLATE_IDS.factorRemoved,
+  TEMPLATE_IDS.recoveryCodesRegenerated,
+  TEMPLATE_IDS.recoveryCodesLow,
+  TEMPLATE_IDS.apiTokenCreated,
+  TEMPLATE_IDS.sessionsEnded,
+  TEMPLATE_IDS.siteRolesChanged,
+  TEMPLATE_IDS.compromiseReported,
+];

@@ -32,7 +32,7 @@ import * as fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { NotificationsMessages } from "../../src/notifications/messages";
 import { messagesQuery } from "../../src/notifications/schemas";
-import { TEMPLATE_IDS } from "../../src/notifications/templates";
+import { MANDATORY_TEMPLATE_IDS, TEMPLATE_IDS } from "../../src/notifications/templates";
 import { refusedCharacter } from "../../src/text/display";
 import { notA, textLongerThan, textWithin } from "../fixtures/arbitraries";
 import {
@@ -74,7 +74,7 @@ const checks = stateChecks("all");
 const { rejectedWithoutChange } = checks;
 
 const INVALID_REQUEST_BODY = NotificationsMessages.invalidCustomBody;
-const MANDATORY_TEMPLATES = [TEMPLATE_IDS.oneTimePasscode, TEMPLATE_IDS.passwordChanged, TEMPLATE_IDS.loginMethodChanged] as const;
+const MANDATORY_TEMPLATES = MANDATORY_TEMPLATE_IDS;
 const TEMPLATE_ID_SET = new Set<string>(Object.values(TEMPLATE_IDS));
 
 // ---------------------------------------------------------------------------------------------------------------

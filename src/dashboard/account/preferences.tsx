@@ -1,5 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
-import { TEMPLATE_IDS } from "../../notifications/templates";
+import { MANDATORY_TEMPLATE_IDS, TEMPLATE_IDS } from "../../notifications/templates";
 import { ApiProblem, api, asProblem, call } from "../api";
 import type { Me } from "../session";
 import { useAction } from "../ui/action";
@@ -13,7 +13,7 @@ type Preference = { id: string; disabled: boolean };
  * The templates that ignore preferences and cannot be disabled (docs/api.md, "Templates"). The template list does not
  * flag them, so they are named from the catalogue's ids; any other the API refuses is locked when it says so.
  */
-const MANDATORY = new Set<string>([TEMPLATE_IDS.oneTimePasscode, TEMPLATE_IDS.passwordChanged, TEMPLATE_IDS.loginMethodChanged]);
+const MANDATORY = new Set<string>(MANDATORY_TEMPLATE_IDS);
 const MANDATORY_REASON = "Always sent: it tells you about your account's security, so it cannot be turned off.";
 /** External-only templates never reach the inbox (docs/api.md, "Templates"): the One-Time Passcode. */
 const EXTERNAL_ONLY = new Set<string>([TEMPLATE_IDS.oneTimePasscode]);
