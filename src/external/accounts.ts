@@ -134,6 +134,7 @@ async function signUp(c: Context<AppEnv>, db: Database, identity: ExternalIdenti
     status: "active",
     roles: [],
     isSystem: false,
+    passwordResetRequired: false,
     deleted: false,
     createdAt: now,
     updatedAt: now,

@@ -165,6 +165,7 @@ export const userRoutes = new Hono<AppEnv>()
         status: body.user_status ?? "active",
         roles: [],
         isSystem: serviceAccount,
+        passwordResetRequired: false,
         deleted: false,
         createdAt: now,
         updatedAt: now,

@@ -18,6 +18,7 @@ const ACCOUNT: UserRow = {
   status: "active",
   roles: [],
   isSystem: false,
+  passwordResetRequired: false,
   deleted: false,
   createdAt: "2026-11-24T00:00:00.000Z",
   updatedAt: "2026-11-24T00:00:00.000Z",
