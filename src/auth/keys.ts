@@ -4,6 +4,7 @@ import type { Database } from "../db/client";
 import { type ApiKeyRow, type AuthMethod, apiKeys } from "../db/schema";
 import { inSlices } from "../db/slices";
 import { nowIso } from "../lib/crypto";
+import type { RequestOrigin } from "../security/device";
 import { generateToken } from "./tokens";
 
 export interface IssueKeyInput {
@@ -16,6 +17,8 @@ export interface IssueKeyInput {
   tokenName?: string | null;
   /** A login session: what its user proved to start it (its `auth_time` is now). */
   methods?: AuthMethod[];
+  /** A login session: the request that started it (docs/security.md, "Devices"). */
+  origin?: RequestOrigin;
 }
 
 /** How long a new login session lasts: its sliding lifetime, within its absolute one. */
@@ -45,6 +48,11 @@ export async function issueKey(db: Database, input: IssueKeyInput) {
     // API tokens have no authentication time: their scopes govern them, never step-up (docs/second-factor.md).
     authTime: input.loginType === "token" ? null : nowIso(now),
     authMethods: input.loginType === "token" ? [] : (input.methods ?? []),
+    userAgent: input.origin?.userAgent ?? null,
+    device: input.origin?.device ?? null,
+    ipPrefix: input.origin?.ipPrefix ?? null,
+    country: input.origin?.country ?? null,
+    city: input.origin?.city ?? null,
   };
   return { token, row, insert: db.insert(apiKeys).values(row) };
 }

@@ -167,6 +167,11 @@ async function authenticateEmbed(c: Context<AppEnv>, credential: Credential, now
     lastUsed: issued,
     authTime: null,
     authMethods: [],
+    userAgent: null,
+    device: null,
+    ipPrefix: null,
+    country: null,
+    city: null,
   };
   return { user, key, orgRoles: loaded.orgRoles, subject: subjectFor(user, loaded.orgRoles, key.scopes), source: credential.source, memo: {} };
 }

@@ -4,6 +4,7 @@ import { auditInsert } from "../audit/log";
 import type { Database } from "../db/client";
 import { type AuthMethod, apiKeys, users } from "../db/schema";
 import type { AppEnv } from "../http/types";
+import { requestOrigin } from "../security/device";
 import { commitAccountChanges, endKeys, endOldestSessions } from "./account-changes";
 import { setSessionCookie } from "./cookies";
 import { issueKey, loginSessionLifetime } from "./keys";
@@ -31,6 +32,7 @@ export async function startSession(c: Context<AppEnv>, db: Database, start: NewS
     loginType: start.loginType,
     methods: start.methods,
     lifetimeMs: loginSessionLifetime(config),
+    origin: requestOrigin(c.req.raw),
   });
   const replaced = await presentedSession(c, db);
   // Signing in over a session this browser still holds replaces it, in the same transaction.
