@@ -24,6 +24,7 @@ import { notificationRoutes } from "./notifications/routes";
 import { describeRoute } from "./openapi/describe";
 import { OpenApiDocumentSchema } from "./openapi/schemas";
 import { passkeyRoutes } from "./passkeys/routes";
+import { securityRoutes } from "./security/routes";
 import { keyRoutes } from "./users/keys";
 import { reserveUsernames } from "./users/reserved";
 import { userRoutes } from "./users/routes";
@@ -35,6 +36,7 @@ const api = new Hono<AppEnv>()
   .route("/", authRoutes)
   .route("/", mfaRoutes)
   .route("/", passwordResetRoutes)
+  .route("/", securityRoutes)
   .route("/", passkeyRoutes)
   .route("/", externalLoginRoutes)
   .route("/", keyRoutes)

@@ -6,6 +6,7 @@ import { database } from "./db/client";
 import type { BroadcastQueueMessage, Env, NotificationQueueMessage } from "./env";
 import { handleQueue, handleScheduled } from "./notifications/background";
 import { purgeExpiredPasskeyChallenges } from "./passkeys/challenges";
+import { purgeUsedNotMeLinks } from "./security/not-me";
 import { backfillSearchKeys } from "./users/search";
 
 export { UserInbox } from "./inbox/user-inbox";
@@ -35,6 +36,7 @@ export default {
         backfillSearchKeys(database(env.DB)),
         purgeExpiredMfaChallenges(database(env.DB)),
         purgeExpiredPasskeyChallenges(database(env.DB)),
+        purgeUsedNotMeLinks(database(env.DB)),
       ]),
     ),
 } satisfies ExportedHandler<Env, NotificationQueueMessage | BroadcastQueueMessage>;

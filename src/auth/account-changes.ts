@@ -1,7 +1,7 @@
 import { and, eq, ne, type SQL, sql } from "drizzle-orm";
 import type { BatchItem, BatchResponse } from "drizzle-orm/batch";
 import type { Database } from "../db/client";
-import { apiKeys, organizationMembers, type UserRow, userLinks, users } from "../db/schema";
+import { apiKeys, notMeUses, organizationMembers, type UserRow, userDevices, userLinks, users } from "../db/schema";
 import type { Env } from "../env";
 import type { Background } from "../lib/background";
 import { nowIso } from "../lib/crypto";
@@ -66,7 +66,8 @@ export function setPassword(db: Database, userId: string, hashedPassword: string
   const { keep, onlyIf } = options;
   const update = db
     .update(users)
-    .set({ hashedPassword, updatedAt: nowIso() })
+    // A new password is the reset "This wasn't me" asks for (docs/security.md): password sign-in works again.
+    .set({ hashedPassword, passwordResetRequired: false, updatedAt: nowIso() })
     .where(and(eq(users.id, userId), onlyIf));
   if (keep === undefined) {
     return { userId, ends: "all-credentials", statements: [update, db.delete(apiKeys).where(and(eq(apiKeys.userId, userId), onlyIf))] };
@@ -93,6 +94,35 @@ export function convertLogin(db: Database, userId: string, loginType: UserRow["l
  */
 export function changeFactors(userId: string, statements: readonly BatchItem<"sqlite">[]): AccountChange {
   return { userId, ends: "user-facts", statements };
+}
+
+/**
+ * "This wasn't me" (docs/security.md): password sign-in refused until a passcode reset, the devices forgotten (so the
+ * next sign-in from any of them is announced), every session and token ended (the last statement answers each ended
+ * key's id and kind), and the event marked used, last. Every write is guarded by the event not being used yet, so a
+ * link used twice changes nothing the second time, even when both arrive at once: the batch is one transaction.
+ */
+export function reportCompromise(db: Database, userId: string, eventId: string): { change: AccountChange; markUsed: BatchItem<"sqlite"> } {
+  const unused = sql`NOT EXISTS (SELECT 1 FROM ${notMeUses} WHERE ${notMeUses.eventId} = ${eventId})`;
+  const now = nowIso();
+  return {
+    change: {
+      userId,
+      ends: "returned-keys",
+      statements: [
+        db
+          .update(users)
+          .set({ passwordResetRequired: true, updatedAt: now })
+          .where(and(eq(users.id, userId), unused)),
+        db.delete(userDevices).where(and(eq(userDevices.userId, userId), unused)),
+        db
+          .delete(apiKeys)
+          .where(and(eq(apiKeys.userId, userId), unused))
+          .returning({ id: apiKeys.id, loginType: apiKeys.loginType }),
+      ],
+    },
+    markUsed: db.insert(notMeUses).values({ eventId, userId, usedAt: now }).onConflictDoNothing().returning({ eventId: notMeUses.eventId }),
+  };
 }
 
 /** Ends the user's keys that `which` selects (all of them when omitted): logout, key deletion, ending sessions. */
@@ -127,26 +157,29 @@ export function endOldestSessions(db: Database, userId: string, keep: number): A
 
 /**
  * Runs the changes and `also` (the audit row, a consumed passcode, a new session…) in one batch — one transaction —
- * then announces each change's revocation. Answers the results of `also`, in order, and the revocations made.
+ * then announces each change's revocation. Answers the results of `also`, in order, the revocations made, and what
+ * each change's last statement answered (the keys a `returned-keys` change ended).
  */
 export async function commitAccountChanges<T extends readonly BatchItem<"sqlite">[]>(
   c: ChangeContext,
   db: Database,
   changes: readonly AccountChange[],
   also: T,
-): Promise<{ results: BatchResponse<T>; revocations: Revocation[] }> {
+): Promise<{ results: BatchResponse<T>; revocations: Revocation[]; returned: unknown[] }> {
   const statements = [...changes.flatMap((change) => change.statements), ...also];
   const [first, ...rest] = statements;
-  if (!first) return { results: [] as unknown as BatchResponse<T>, revocations: [] };
+  if (!first) return { results: [] as unknown as BatchResponse<T>, revocations: [], returned: [] };
   const all: unknown[] = await db.batch([first, ...rest]);
   const revocations: Revocation[] = [];
+  const returned: unknown[] = [];
   let offset = 0;
   for (const change of changes) {
     offset += change.statements.length;
+    returned.push(all[offset - 1]);
     revocations.push(revocationOf(change, all[offset - 1]));
   }
   for (const revocation of revocations) announceRevocation(revocation, c.env, c.executionCtx);
-  return { results: all.slice(offset) as BatchResponse<T>, revocations };
+  return { results: all.slice(offset) as BatchResponse<T>, revocations, returned };
 }
 
 function revocationOf(change: AccountChange, lastResult: unknown): Revocation {

@@ -30,4 +30,7 @@ export const AuthMessages = {
   passwordWeakHint: "Add more words that are less common.",
   samePassword: "New password cannot match old password.",
   loggedOut: "Logged out!",
+  /** Password sign-in's 401 after "This wasn't me", until a passcode reset completes (docs/security.md). */
+  passwordMustBeReset: "Your password must be reset.",
+  passwordMustBeResetDetail: "Set a new password with the passcode sent to your e-mail address, or ask for a new passcode.",
 } as const;

@@ -16,7 +16,7 @@ import { enqueueNotification } from "../notifications/enqueue";
 import { TEMPLATE_IDS } from "../notifications/templates";
 import { describeRoute, errors, NO_BODY, RATE } from "../openapi/describe";
 import { named } from "../openapi/registry";
-import { sendPasswordChangedNotice } from "../users/events";
+import { sendSecurityNotice } from "../security/notices";
 import { assertPasswordPolicy, findLiveUserByEmail } from "../users/service";
 import { commitAccountChanges, setPassword } from "./account-changes";
 import { AuthMessages } from "./messages";
@@ -188,7 +188,7 @@ export const passwordResetRoutes = new Hono<AppEnv>()
       ] as const);
       if (consumed.length === 0) throw badRequest(AuthMessages.incorrectPasscode, { event: "authentication_failed" });
       await db.batch([auditInsert(db, c, { userId: user.id, action: "reset_password", resourceType: "user", resourceId: user.id })]);
-      await sendPasswordChangedNotice(c.env, c.executionCtx, user.id, "system");
+      sendSecurityNotice(c, { userId: user.id, event: "password_changed", createdBy: "system" });
       return c.body(null, 204);
     },
   );

@@ -5,6 +5,7 @@ import type { Database } from "../db/client";
 import { type AuthMethod, apiKeys, users } from "../db/schema";
 import type { AppEnv } from "../http/types";
 import { requestOrigin } from "../security/device";
+import { noticeNewDevice } from "../security/notices";
 import { commitAccountChanges, endKeys, endOldestSessions } from "./account-changes";
 import { setSessionCookie } from "./cookies";
 import { issueKey, loginSessionLifetime } from "./keys";
@@ -22,8 +23,8 @@ export interface NewSession {
 /**
  * The end of every sign-in — password, second factor, OpenID Connect, GitHub: a new login session, replacing the one
  * the browser's cookie still holds (docs/security.md, 7.2.4) and pruning the user's oldest past
- * SESSIONS_MAX_PER_USER, committed with its audit entry in one transaction; then the session cookie. Answers the
- * token, shown to the client once.
+ * SESSIONS_MAX_PER_USER, committed with its audit entry in one transaction; then the session cookie, and after the
+ * response the new-device check (docs/security.md, "Devices"). Answers the token, shown to the client once.
  */
 export async function startSession(c: Context<AppEnv>, db: Database, start: NewSession): Promise<string> {
   const config = c.get("config");
@@ -50,5 +51,6 @@ export async function startSession(c: Context<AppEnv>, db: Database, start: NewS
     ],
   );
   setSessionCookie(c, config, session.token, new Date(session.row.expiresAt));
+  noticeNewDevice(c, start.userId);
   return session.token;
 }

@@ -9,6 +9,7 @@ import type { AppEnv } from "../http/types";
 import { nowIso } from "../lib/crypto";
 import { PasskeyMessages } from "../passkeys/messages";
 import type { AuthenticationResponseBody } from "../passkeys/schemas";
+import { noticeRecoveryCodeUsed } from "../security/notices";
 import { factorsOf, hasSecondFactor, type SecondFactorMethod } from "./mfa/factors";
 import { MfaMessages } from "./mfa/messages";
 import { checkSecondFactor } from "./mfa/verify";
@@ -83,6 +84,7 @@ export async function checkStepUp(
     if (!checked || (await checked.use).length === 0) {
       throw refused(field === "passkey" ? PasskeyMessages.incorrectPasskey : MfaMessages.incorrectCode, field, true);
     }
+    if (checked.method === "recovery_code") noticeRecoveryCodeUsed(c, user.id, factors.recoveryCodes - 1);
     return { amr: checked.amr, method: checked.method };
   }
   if (body.password === undefined) throw refused(MfaMessages.usePassword, body.passkey === undefined ? "code" : "passkey", false);

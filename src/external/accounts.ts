@@ -9,8 +9,7 @@ import { dbFor } from "../db/session";
 import { ApiError, conflict, forbidden, Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { hmacHex, nowIso, randomAlphanumeric } from "../lib/crypto";
-import { enqueueNotification } from "../notifications/enqueue";
-import { TEMPLATE_IDS } from "../notifications/templates";
+import { sendSecurityNotice } from "../security/notices";
 import { isReservedUsername } from "../users/reserved";
 import { searchKeys } from "../users/search";
 import { defaultOrganizationId, findLiveUserByEmail, isUniqueViolation } from "../users/service";
@@ -220,11 +219,6 @@ export async function completeConversion(
       }),
     ],
   );
-  await enqueueNotification(c.env, c.executionCtx, {
-    userId: user.id,
-    templateId: TEMPLATE_IDS.loginMethodChanged,
-    labels: { old_login_type: "password", new_login_type: type },
-    createdBy: user.id,
-  });
+  sendSecurityNotice(c, { userId: user.id, event: "login_method_changed", labels: { old_login_type: "password", new_login_type: type } });
   return { ...user, loginType: type, hashedPassword: null };
 }

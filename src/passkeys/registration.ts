@@ -9,6 +9,7 @@ import { dbFor } from "../db/session";
 import { badRequest, conflict } from "../http/errors";
 import type { AppEnv } from "../http/types";
 import { nowIso } from "../lib/crypto";
+import { sendSecurityNotice } from "../security/notices";
 import { isUniqueViolation } from "../users/service";
 import { CHALLENGE_TTL_MS, challengeIsLive, newChallenge, presentedChallenge, spendChallenge } from "./challenges";
 import { PasskeyMessages } from "./messages";
@@ -129,5 +130,6 @@ export async function registerPasskey(c: Context<AppEnv>, user: UserRow, body: z
     if (isUniqueViolation(error)) throw conflict(PasskeyMessages.alreadyRegistered);
     throw error;
   }
+  sendSecurityNotice(c, { userId: user.id, event: "factor_added", labels: { factor: `The passkey "${row.name}"` } });
   return row;
 }

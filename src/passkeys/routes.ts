@@ -17,6 +17,7 @@ import { canonicalId, isUuidShaped } from "../http/ids";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
 import { describeRoute, errors, NO_BODY, noPermission, RATE, SET_SESSION_COOKIE, USER_404 } from "../openapi/describe";
+import { sendSecurityNotice } from "../security/notices";
 import { resolveUser } from "../users/resolve";
 import { userPath } from "../users/schemas";
 import { PasskeyRefused, passkeyRequestOptions, verifyPasskeyAssertion } from "./assertion";
@@ -251,6 +252,7 @@ export const passkeyRoutes = new Hono<AppEnv>()
         [changeFactors(user.id, [db.delete(passkeys).where(which), ...(lastFactor ? removeFactorLeftovers(db, user.id) : [])])],
         [auditInsert(db, c, { action: "delete", resourceType: "passkey", resourceId: found.id, diff: { owner: user.id, name: found.name } })],
       );
+      sendSecurityNotice(c, { userId: user.id, event: "factor_removed", labels: { factor: `The passkey "${found.name}"` } });
       return c.body(null, 204);
     },
   );

@@ -50,7 +50,10 @@ export function addressPrefix(address: string): string | null {
   if (tail === undefined && groups.length < 3) return null;
   const first = [...groups, "0", "0", "0"].slice(0, 3);
   if (first.some((g) => !/^[0-9a-fA-F]{1,4}$/.test(g))) return null;
-  return `${first.map((g) => Number.parseInt(g, 16).toString(16)).join(":")}::/48`;
+  // Written as RFC 5952 writes it: no leading zeros, and trailing zero groups folded into the "::".
+  const written = first.map((g) => Number.parseInt(g, 16).toString(16));
+  while (written.at(-1) === "0") written.pop();
+  return `${written.join(":")}::/48`;
 }
 
 /** The origin of a request: its headers, and the `cf` object Cloudflare attaches (absent under `wrangler dev`). */

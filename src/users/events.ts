@@ -3,7 +3,6 @@ import type { Context } from "hono";
 import { database } from "../db/client";
 import { type UserRow, users } from "../db/schema";
 import type { AppEnv } from "../http/types";
-import type { Background } from "../lib/background";
 import { enqueueNotification } from "../notifications/enqueue";
 import { TEMPLATE_IDS } from "../notifications/templates";
 
@@ -54,9 +53,4 @@ export function notifyAccountEvent(c: Context<AppEnv>, event: AccountEvent, acco
     console.error(`[herald] account ${event} notice failed: ${error instanceof Error ? error.name : "error"}`);
   });
   c.executionCtx.waitUntil(work);
-}
-
-/** The mandatory "Password changed" notice (after a passcode reset and after a password change). */
-export async function sendPasswordChangedNotice(env: AppEnv["Bindings"], background: Background, userId: string, createdBy: string) {
-  await enqueueNotification(env, background, { userId, templateId: TEMPLATE_IDS.passwordChanged, createdBy });
 }

@@ -1,11 +1,12 @@
 import { and, count, desc, eq, ne } from "drizzle-orm";
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import * as z from "zod";
 import { auditInsert } from "../audit/log";
 import { commitAccountChanges, endKeys } from "../auth/account-changes";
 import { clearSessionCookie } from "../auth/cookies";
 import { issueKey } from "../auth/keys";
 import { limitSensitive } from "../auth/rate-limit";
+import type { Revocation } from "../auth/revocation";
 import { requireAuth } from "../auth/session";
 import { requireRecentAuth } from "../auth/step-up";
 import { isKnownScope } from "../authz/catalog";
@@ -16,6 +17,7 @@ import { badRequest, conflict, forbidden, Messages, notFound } from "../http/err
 import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
 import { describeRoute, errors, NO_BODY, noPermission, RATE, USER_404 } from "../openapi/describe";
+import { sendSecurityNotice } from "../security/notices";
 import { UserMessages } from "./messages";
 import { resolveUser } from "./resolve";
 import { APIKey, APISession, createTokenBody, endSessionsQuery, GenerateAPIKeyResponse, userKeyPath, userPath } from "./schemas";
@@ -37,6 +39,18 @@ function toApiKeyResponse(key: ApiKeyRow) {
     updated_at: key.updatedAt,
     last_used: key.lastUsed,
   };
+}
+
+/**
+ * Someone else ending a user's login sessions tells the user (docs/security.md, "Security notices"); ending your own
+ * is no news to you.
+ */
+function noticeSessionsEnded(c: Context<AppEnv>, userId: string, revocations: readonly Revocation[]): void {
+  const initiator = c.get("auth").user;
+  if (initiator.id === userId) return;
+  const ended = revocations.reduce((n, r) => n + (r.kind === "credentials-ended" && r.keyIds !== "all" ? r.keyIds.length : 0), 0);
+  if (ended === 0) return;
+  sendSecurityNotice(c, { userId, event: "sessions_ended", labels: { initiator: initiator.username, count: String(ended) } });
 }
 
 /** A scoped credential can only mint tokens within its own scopes, never widen them. */
@@ -135,6 +149,7 @@ export const keyRoutes = new Hono<AppEnv>()
         if (isUniqueViolation(error)) throw conflict(UserMessages.tokenNameTaken(body.token_name));
         throw error;
       }
+      sendSecurityNotice(c, { userId: user.id, event: "api_token_created", labels: { token_name: body.token_name, scopes: scopes.join(", ") } });
       return c.json({ key: key.token }, 201);
     },
   )
@@ -189,7 +204,15 @@ export const keyRoutes = new Hono<AppEnv>()
         .orderBy(desc(apiKeys.lastUsed), desc(apiKeys.createdAt));
       const current = c.get("auth").key.id;
       return c.json(
-        rows.map((row) => ({ ...toApiKeyResponse(row), current: row.id === current })),
+        rows.map((row) => ({
+          ...toApiKeyResponse(row),
+          current: row.id === current,
+          user_agent: row.userAgent,
+          device: row.device,
+          ip_prefix: row.ipPrefix,
+          location: row.country ? { country: row.country, city: row.city } : null,
+          methods: row.authMethods,
+        })),
         200,
       );
     },
@@ -224,6 +247,7 @@ export const keyRoutes = new Hono<AppEnv>()
         [endKeys(db, user.id, sessions)],
         [auditInsert(db, c, { action: "end_sessions", resourceType: "user", resourceId: user.id, diff: { except_current: exceptCurrent } })],
       );
+      noticeSessionsEnded(c, user.id, revocations);
       const endedCurrent = revocations.some((r) => r.kind === "credentials-ended" && r.keyIds !== "all" && r.keyIds.includes(current));
       if (endedCurrent && c.get("auth").source === "cookie") clearSessionCookie(c, c.get("config"));
       return c.body(null, 204);
@@ -249,17 +273,18 @@ export const keyRoutes = new Hono<AppEnv>()
       assertCan(c, "delete", { type: "api_key", ownerId: user.id });
       const db = dbFor(c, "write");
       const existing = await db
-        .select({ id: apiKeys.id })
+        .select({ id: apiKeys.id, loginType: apiKeys.loginType })
         .from(apiKeys)
         .where(and(eq(apiKeys.id, id), eq(apiKeys.userId, user.id)))
         .limit(1);
       if (existing.length === 0) throw notFound();
-      await commitAccountChanges(
+      const { revocations } = await commitAccountChanges(
         c,
         db,
         [endKeys(db, user.id, eq(apiKeys.id, id))],
         [auditInsert(db, c, { action: "delete", resourceType: "api_key", resourceId: id, diff: { owner: user.id } })],
       );
+      if (existing[0]?.loginType !== "token") noticeSessionsEnded(c, user.id, revocations);
       return c.body(null, 204);
     },
   );

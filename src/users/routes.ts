@@ -18,7 +18,8 @@ import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
 import { nowIso } from "../lib/crypto";
 import { describeRoute, type Errors, errors, NO_BODY, noPermission, RATE, USER_404 } from "../openapi/describe";
-import { notifyAccountEvent, sendPasswordChangedNotice } from "./events";
+import { sendSecurityNotice } from "../security/notices";
+import { notifyAccountEvent } from "./events";
 import { UserMessages } from "./messages";
 import { resolveUser } from "./resolve";
 import {
@@ -352,6 +353,12 @@ export const userRoutes = new Hono<AppEnv>()
           }),
         ],
       );
+      const roleList = (list: readonly string[]) => (list.length > 0 ? list.join(", ") : "member only");
+      sendSecurityNotice(c, {
+        userId: user.id,
+        event: "site_roles_changed",
+        labels: { initiator: c.get("auth").user.username, old_roles: roleList(user.roles), new_roles: roleList(wanted) },
+      });
       return c.json(await userResponse(db, { ...user, roles: wanted, updatedAt }), 200);
     },
   )
@@ -454,7 +461,7 @@ export const userRoutes = new Hono<AppEnv>()
       // Other sessions end with the old password; the caller's own session (if self) survives.
       const change = setPassword(db, user.id, hashedPassword, self ? { keep: c.get("auth").key.id } : {});
       await commitAccountChanges(c, db, [change], [auditInsert(db, c, { action: "change_password", resourceType: "user", resourceId: user.id })]);
-      await sendPasswordChangedNotice(c.env, c.executionCtx, user.id, c.get("auth").user.id);
+      sendSecurityNotice(c, { userId: user.id, event: "password_changed" });
       return c.body(null, 204);
     },
   );

@@ -190,7 +190,17 @@ export const APIKey = named(
 
 export const APISession = named(
   "APISession",
-  APIKey.extend({ current: described("Whether this is the session the request was made with.", z.boolean()) }),
+  APIKey.extend({
+    current: described("Whether this is the session the request was made with.", z.boolean()),
+    user_agent: described("The User-Agent of the request that started the session (cut to 512 characters), or null.", z.string().nullable()),
+    device: described("What the User-Agent names, e.g. `Chrome 131 on macOS`; null when it names no browser.", z.string().nullable()),
+    ip_prefix: described("The client address as its /24 (IPv4) or /48 (IPv6); null when the request carried none.", z.string().nullable()),
+    location: described(
+      "Where Cloudflare placed the address; null when it did not (local runs).",
+      z.object({ country: z.string().describe("ISO 3166-1 alpha-2."), city: z.string().nullable() }).nullable(),
+    ),
+    methods: described("How the user proved it, in order of first use: `pwd`, `otp`, `passkey`, `oidc`, `github`.", z.array(z.string())),
+  }),
 );
 
 export const GenerateAPIKeyResponse = named(

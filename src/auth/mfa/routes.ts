@@ -11,6 +11,7 @@ import { describeRoute, errors, NO_BODY, noPermission, RATE, SET_SESSION_COOKIE,
 import { PasskeyRefused, passkeyRequestOptions } from "../../passkeys/assertion";
 import { PasskeyMessages } from "../../passkeys/messages";
 import { PublicKeyCredentialRequestOptions } from "../../passkeys/schemas";
+import { noticeRecoveryCodeUsed, sendSecurityNotice } from "../../security/notices";
 import { resolveUser } from "../../users/resolve";
 import { userPath } from "../../users/schemas";
 import { changeFactors, commitAccountChanges, endKeys } from "../account-changes";
@@ -113,6 +114,7 @@ export const mfaRoutes = new Hono<AppEnv>()
       const [consumed, used] = await db.batch([consumeChallenge(db, challenge.id), checked.use]);
       if (consumed.length === 0) throw new ApiError(401, MfaMessages.signInExpired);
       if (used.length === 0) throw new ApiError(401, wrong);
+      if (checked.method === "recovery_code") noticeRecoveryCodeUsed(c, user.id, factors.recoveryCodes - 1);
       const token = await startSession(c, db, {
         userId: user.id,
         loginType: challenge.loginType,
@@ -312,6 +314,7 @@ export const mfaRoutes = new Hono<AppEnv>()
         [changeFactors(user.id, codes.statements)],
         [auditInsert(db, c, { action: "enable_totp", resourceType: "user", resourceId: user.id })],
       );
+      sendSecurityNotice(c, { userId: user.id, event: "factor_added", labels: { factor: "An authenticator app" } });
       return c.json({ recovery_codes: codes.codes }, 200);
     },
   )
@@ -345,6 +348,8 @@ export const mfaRoutes = new Hono<AppEnv>()
         [changeFactors(user.id, [removeTotp(db, user.id), ...(lastFactor ? removeFactorLeftovers(db, user.id) : [])])],
         [auditInsert(db, c, { action: "disable_totp", resourceType: "user", resourceId: user.id, diff: { was_on: row.confirmedAt !== null } })],
       );
+      // A pending app never worked as a factor: removing it changes nothing the account relies on.
+      if (row.confirmedAt !== null) sendSecurityNotice(c, { userId: user.id, event: "factor_removed", labels: { factor: "The authenticator app" } });
       return c.body(null, 204);
     },
   )
@@ -378,6 +383,7 @@ export const mfaRoutes = new Hono<AppEnv>()
         [changeFactors(user.id, codes.statements)],
         [auditInsert(db, c, { action: "regenerate_recovery_codes", resourceType: "user", resourceId: user.id })],
       );
+      sendSecurityNotice(c, { userId: user.id, event: "recovery_codes_regenerated" });
       return c.json({ recovery_codes: codes.codes }, 200);
     },
   )
@@ -424,6 +430,11 @@ export const mfaRoutes = new Hono<AppEnv>()
           }),
         ],
       );
+      sendSecurityNotice(c, {
+        userId: user.id,
+        event: "factor_removed",
+        labels: { factor: `Every second factor (reset by ${caller.user.username})` },
+      });
       return c.body(null, 204);
     },
   );
