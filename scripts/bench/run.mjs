@@ -21,6 +21,7 @@ import {
 } from "./measure.mjs";
 import { codeInfo, loadAverage, machineInfo, printTable, writeResults } from "./report.mjs";
 import { secondFactorBench } from "./second-factor.mjs";
+import { securityNoticesBench } from "./security-notices.mjs";
 import { deliverThroughObject, growInboxOffline, objectFile } from "./seed.mjs";
 import { mannWhitney } from "./stats.mjs";
 
@@ -32,6 +33,7 @@ const settings = {
   loginSamples: num("BENCH_LOGIN_SAMPLES", 40),
   enumerationSamples: num("BENCH_ENUMERATION_SAMPLES", 70),
   secondFactorSamples: num("BENCH_SECOND_FACTOR_SAMPLES", 30),
+  noticeSamples: num("BENCH_NOTICE_SAMPLES", 30),
   watchSamples: num("BENCH_WATCH_SAMPLES", 200),
   resumeSamples: num("BENCH_RESUME_SAMPLES", 40),
   resumeMissed: 100,
@@ -466,6 +468,17 @@ async function main() {
         log,
       }),
     );
+    lat.notices = await attempt("security notices", async () => {
+      const r = await securityNoticesBench({
+        base,
+        newUser: (username) => createUser(base, ada.token, username),
+        password: PASSWORD,
+        samples: settings.noticeSamples,
+        log,
+      });
+      notes.push(...r.notes.map((n) => `security notices: ${n}`));
+      return r;
+    });
     lat.watch = await attempt("watch latency", async () => {
       log(`latency: watch delivery, ${settings.watchSamples} custom notifications one after another`);
       const w = await watchLatency({ base, client, token: watcher.token, samples: settings.watchSamples });
@@ -723,6 +736,24 @@ async function main() {
     );
     row("enumeration_a3factor_known_p50", "  … account with a factor, p50", () => sf().a3Factor.known.p50, "ms");
     row("enumeration_a3factor_unknown_p50", "  … unknown e-mail, p50", () => sf().a3Factor.unknown.p50, "ms");
+    row(
+      "notice_frame_p95",
+      "sign-in from a new browser → New sign-in frame on an open watch, p95",
+      () => lat.notices.notice.p95,
+      "ms",
+      "≤ 2,000 ms",
+      (v) => v <= 2_000,
+    );
+    row("notice_frame_p50", "  … p50", () => lat.notices.notice.p50, "ms");
+    row(
+      "not_me_close_p95",
+      "POST /users/not-me → the last of 3 watch sockets closed (4401), p95",
+      () => lat.notices.notMe.p95,
+      "ms",
+      "≤ 1,000 ms",
+      (v) => v <= 1_000,
+    );
+    row("not_me_close_p50", "  … p50", () => lat.notices.notMe.p50, "ms");
     const gzipKiB = env.size.gzipKiB ?? env.gz.gzipKiB;
     row(
       "bundle_gzip",

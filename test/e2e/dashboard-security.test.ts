@@ -1,9 +1,9 @@
-import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Browser, BrowserContext, CDPSession, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { browserAvailable, expectAccessible, expectNoSidewaysScroll, launchBrowser, trackRequests, watchConsole } from "./browser";
 import { apiAs, freePort, type RunningHerald, startHerald } from "./herald";
+import { stepNow, totpAt } from "./totp";
 
 // The dashboard's second factor, passkeys and step-up (docs/dashboard.md, "Second factor, passkeys and step-up") in a
 // real Chromium against Herald started by npm start's machinery. Passkeys live in Chromium's virtual authenticator
@@ -19,31 +19,6 @@ const STEP_UP_MAX_AGE_MS = 2_000;
 
 /** Retries an assertion until it holds: what the page shows follows the API a moment later. */
 const poll = <T>(probe: () => T | Promise<T>) => expect.poll(probe, { timeout: 20_000, interval: 100 });
-
-// --- TOTP as an authenticator app computes it (RFC 6238: HMAC-SHA-1, 6 digits, 30 s steps) -------------------------
-
-const BASE32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-function base32Decode(text: string): Buffer {
-  let bits = "";
-  for (const char of text.replace(/[\s=]/g, "").toUpperCase()) {
-    const value = BASE32.indexOf(char);
-    if (value < 0) throw new Error(`not base32: ${char}`);
-    bits += value.toString(2).padStart(5, "0");
-  }
-  const bytes: number[] = [];
-  for (let i = 0; i + 8 <= bits.length; i += 8) bytes.push(Number.parseInt(bits.slice(i, i + 8), 2));
-  return Buffer.from(bytes);
-}
-
-function totpAt(secret: string, step: number): string {
-  const counter = Buffer.alloc(8);
-  counter.writeBigUInt64BE(BigInt(step));
-  const mac = createHmac("sha1", base32Decode(secret)).update(counter).digest();
-  const offset = (mac[mac.length - 1] ?? 0) & 0x0f;
-  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, "0");
-}
-
-const stepNow = () => Math.floor(Date.now() / 30_000);
 
 /**
  * The codes of one secret, each step used once: Herald refuses a code again within its window (docs/dashboard.md,

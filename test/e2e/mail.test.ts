@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CuttingProxy, type ProxyCut } from "./cutting-proxy";
 import { freePort, type RunningHerald, startHerald } from "./herald";
 import { type PostfixInstance, postfixUnavailable, startPostfix } from "./postfix";
+import { stepNow, totpAt } from "./totp";
 
 // Herald (started by npm start's machinery) → a real Postfix 3.7 with Cyrus SASL (enabled, optional) over STARTTLS →
 // a local Maildir; then SpamAssassin scores each message offline after a simulated Internet hop (docs/email.md).
@@ -59,8 +60,8 @@ afterAll(async () => {
   if (saHome) rmSync(saHome, { recursive: true, force: true });
 });
 
-async function api(method: string, route: string, body?: unknown, token?: string): Promise<Response> {
-  const headers: Record<string, string> = { "content-type": "application/json" };
+async function api(method: string, route: string, body?: unknown, token?: string, extra: Record<string, string> = {}): Promise<Response> {
+  const headers: Record<string, string> = { "content-type": "application/json", ...extra };
   if (token) headers["Service-Session-Token"] = token;
   return fetch(`${herald.url}/api/v2${route}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
 }
@@ -166,4 +167,75 @@ describe.skipIf(Boolean(unavailable))("real Postfix and SpamAssassin (docs/email
       expect(log.messages[0]?.status).toBe("sent");
     });
   }
+  // docs/security.md, "Security notices": every notice e-mail reads as mail, not spam. Login method changed needs an
+  // external provider and is the same layout as the rest (its own first paragraph, then the shared lines).
+  it("the security notices arrive and each scores ≤ 1.0", async () => {
+    const before = postfix.delivered().length;
+    const chrome = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+    const ok = async (res: Response | Promise<Response>, status: number) => {
+      const answered = await res;
+      expect(answered.status, await answered.clone().text()).toBe(status);
+      return answered;
+    };
+    const session = async (res: Response) => ((await (await ok(res, 201)).json()) as { session_token: string }).session_token;
+
+    // The owner: a sign-in from a browser it never used, then an API token.
+    const owner = await session(
+      await api("POST", "/users/login", { email: OWNER.email, password: OWNER.password }, undefined, { "User-Agent": chrome }),
+    );
+    await ok(api("POST", "/users/me/keys/tokens", { token_name: "deploy-bot", scopes: ["user:read"] }, owner), 201);
+
+    // A member: roles changed and sessions ended by the owner, a password change, an authenticator app with its
+    // recovery codes (used down to two by step-ups, then a new set), removed; then This wasn't me.
+    const member = { email: "member@example.net", username: "member", password: "a lighthouse keeper's ledger 7" };
+    const { id: memberId } = (await (await ok(api("POST", "/users", member, owner), 201)).json()) as { id: string };
+    await session(await api("POST", "/users/login", { email: member.email, password: member.password }));
+    await ok(api("PUT", `/users/${memberId}/roles`, { roles: ["auditor"] }, owner), 200);
+    await ok(api("DELETE", `/users/${memberId}/keys/sessions`, undefined, owner), 204);
+    const mine = await session(await api("POST", "/users/login", { email: member.email, password: member.password }));
+    const password = "a second ledger, kept at sea 8";
+    await ok(api("PUT", "/users/me/password", { old_password: member.password, password }, mine), 204);
+    const { secret } = (await (await ok(api("POST", "/users/me/mfa/totp", undefined, mine), 200)).json()) as { secret: string };
+    const confirmed = await ok(api("POST", "/users/me/mfa/totp/confirm", { code: totpAt(secret, stepNow()) }, mine), 200);
+    const { recovery_codes: codes } = (await confirmed.json()) as { recovery_codes: string[] };
+    for (const code of codes.slice(0, 8)) await ok(api("POST", "/users/me/step-up", { code }, mine), 204);
+    await ok(api("POST", "/users/me/mfa/recovery-codes", undefined, mine), 200);
+    await ok(api("DELETE", "/users/me/mfa/totp", undefined, mine), 204);
+    const inbox = (await (await ok(api("GET", "/notifications/inbox?limit=50", undefined, mine), 200)).json()) as {
+      notifications: { title: string; actions: { label: string; url: string }[] }[];
+    };
+    const link = inbox.notifications.find((n) => n.title === "Your password was changed")?.actions.find((a) => a.label === "This wasn't me");
+    expect(link?.url).toMatch(/\/not-me#/);
+    await ok(api("POST", "/users/not-me", { token: decodeURIComponent(new URL(link?.url ?? "").hash.slice(1)) }), 200);
+
+    const notices = [
+      "New sign-in to your account",
+      "An API token was created for your account",
+      "Your site roles were changed",
+      "Your sessions were ended by someone else",
+      "Your password was changed",
+      "A sign-in method was added to your account",
+      "Only 2 recovery codes are left",
+      "New recovery codes were made for your account",
+      "A sign-in method was removed from your account",
+      "Account compromise reported by member",
+    ];
+    // Every notice, and the passcode e-mail This wasn't me sends at once.
+    const raws = (await waitForMail(before + notices.length + 1)).slice(before);
+    const parsed = await Promise.all(raws.map(async (raw) => ({ raw, mail: await PostalMime.parse(raw) })));
+    expect(parsed.map(({ mail }) => mail.subject ?? "").sort()).toEqual([...notices, "Reset your password"].sort());
+    const scores = parsed.map(({ raw, mail }) => ({ subject: mail.subject ?? "", text: mail.text ?? "", ...spamassassin(simulateInternetHop(raw)) }));
+    console.log(
+      [
+        "| notice | SpamAssassin score | rules that fired |",
+        "|---|---|---|",
+        ...scores.map((s) => `| ${s.subject} | ${s.score.toFixed(1)} | ${s.rules.map((r) => `${r.name} ${r.points}`).join(", ")} |`),
+      ].join("\n"),
+    );
+    for (const s of scores) expect(s.score, `${s.subject}: ${s.rules.map((r) => `${r.name}=${r.points}`).join(" ")}`).toBeLessThanOrEqual(1.0);
+    // The plain-text part names the device and carries the link.
+    const signIn = scores.find((s) => s.subject === "New sign-in to your account");
+    expect(signIn?.text).toContain("Chrome 131 on macOS");
+    expect(signIn?.text).toMatch(/\/not-me#/);
+  }, 120_000);
 });

@@ -243,7 +243,8 @@ describe('A5 / A4 password reset by one-time passcode (docs/api.md, "Password re
     call("POST", "/users/otp/change-password", { body: { email, one_time_passcode: code, password } });
 
   async function codeFor(email: string, after = 0): Promise<string> {
-    const mail = await waitFor(async () => (await emails()).filter((m) => m.rcptTo.includes(email))[after]);
+    // The passcode e-mails only: the same address also receives security notices (a token made, a password changed).
+    const mail = await waitFor(async () => (await emails()).filter((m) => m.rcptTo.includes(email) && m.subject === "Reset your password")[after]);
     const link = /https?:\/\/\S*reset-password\/change\?otp=([0-9a-f-]{36})(\S*)/.exec(mail.text);
     expect(link?.[0]).toMatch(/^http:\/\/localhost:8787\/reset-password\/change\?otp=/);
     // Only the code: the recipient's address is not in the link (docs/email.md).

@@ -7,7 +7,7 @@ import { reservedUsernames, reservedUsernamesOf } from "../../src/users/reserved
 import { call, expectError, owner } from "../helpers";
 
 /** The list docs/api.md ("Conventions") gives; the route table is its source, this test holds the two together. */
-const DOCUMENTED = ["authmethods", "first", "login", "logout", "me", "oauth2", "oidc", "otp", "validate-password"];
+const DOCUMENTED = ["authmethods", "first", "login", "logout", "me", "not-me", "oauth2", "oidc", "otp", "validate-password"];
 
 describe('reserved usernames (docs/api.md, "Conventions")', () => {
   it("are me and the literal segments beside {user} in the route table, as documented", () => {
