@@ -34,7 +34,13 @@ export const auditRoutes = new Hono<AppEnv>().get(
       limit: "Entries per page, 1–100 (default 25).",
       offset: "Entries to skip, 0–1,000,000 (default 0).",
     },
-    responses: [{ status: 200, description: "One page, newest first (time, then id, descending), and the exact count of entries that match.", schema: GetAuditLogsResponse }],
+    responses: [
+      {
+        status: 200,
+        description: "One page, newest first (time, then id, descending), and the exact count of entries that match.",
+        schema: GetAuditLogsResponse,
+      },
+    ],
     errors: noPermission("read the audit log"),
   }),
   requireAuth,

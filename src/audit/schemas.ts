@@ -31,7 +31,7 @@ const AuditLog = named(
     description: described("A short sentence saying what happened, made from the action and the resource.", z.string()),
     additional_fields: described("What changed, as stored with the entry; never a secret.", z.record(z.string(), z.unknown())),
   }),
-  "One audit log entry (docs/security.md, \"The audit log\").",
+  'One audit log entry (docs/security.md, "The audit log").',
 );
 
 export const GetAuditLogsResponse = named("GetAuditLogsResponse", z.strictObject({ audit_logs: z.array(AuditLog), count }));

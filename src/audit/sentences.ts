@@ -102,7 +102,8 @@ export function describeEntry(entry: DescribedEntry): string {
     case "suspect passkey":
       return `A passkey of ${entry.actor ?? "an unknown user"} was refused and set aside: its signature counter went backwards`;
     case "update deployment_config":
-      if (entry.resourceId === "notifier_paused") return `${actor} ${newValue(d.notifier_paused) === true ? "paused" : "resumed"} notification delivery`;
+      if (entry.resourceId === "notifier_paused")
+        return `${actor} ${newValue(d.notifier_paused) === true ? "paused" : "resumed"} notification delivery`;
       return `${actor} changed the setting ${entry.resourceId}`;
     case "update notification_template":
       return `${actor} changed notification template ${entry.resourceId}`;

@@ -4,6 +4,7 @@ import type { WatchStatus } from "../client";
 import { AccountPage } from "./account/account";
 import { EnrolFactorPage } from "./account/enrol-factor";
 import { PreferencesPage } from "./account/preferences";
+import { AuditPage, mayReadAudit } from "./admin/audit";
 import { AdminBroadcastsPage } from "./admin/broadcasts";
 import { AdminMessagesPage } from "./admin/messages";
 import { AdminNotifierPage } from "./admin/notifier";
@@ -39,6 +40,13 @@ const ADMIN_PAGES: readonly (readonly [Route, string])[] = [
   ["admin/broadcasts", "Broadcasts"],
 ];
 const ADMIN: readonly Route[] = ADMIN_PAGES.map(([page]) => page);
+/** The audit log: owners and auditors (docs/security.md, "The audit log"), whom the administration pages leave out. */
+const AUDIT_PAGE = ["audit", "Audit log"] as const;
+
+/** The pages of the navigation after the Inbox, for this person. */
+function pagesFor(me: Me): readonly (readonly [Route, string])[] {
+  return [...PAGES, ...(isAdmin(me) ? ADMIN_PAGES : []), ...(mayReadAudit(me) ? [AUDIT_PAGE] : [])];
+}
 
 export function App() {
   const state = useStore(session);
@@ -66,6 +74,7 @@ export function App() {
     if (state.kind === "signed-in") {
       if (route === undefined || PUBLIC.includes(route)) navigateAfterSignIn();
       else if (ADMIN.includes(route) && !isAdmin(state.me)) navigate("inbox");
+      else if (route === "audit" && !mayReadAudit(state.me)) navigate("inbox");
     }
   }, [state, route]);
 
@@ -131,6 +140,8 @@ function SignedInPage({ route, me }: { route: Route | undefined; me: Me }) {
       return <AdminMessagesPage />;
     case "admin/broadcasts":
       return <AdminBroadcastsPage />;
+    case "audit":
+      return <AuditPage me={me} />;
     default:
       return <InboxPage me={me} />;
   }
@@ -208,7 +219,7 @@ function Frame({ me, route, children }: { me?: Me; route?: Route | undefined; ch
                     </span>
                   ) : null}
                 </NavLink>
-                {(isAdmin(me) ? [...PAGES, ...ADMIN_PAGES] : PAGES).map(([page, label]) => (
+                {pagesFor(me).map(([page, label]) => (
                   <NavLink key={page} route={page} current={route}>
                     {label}
                   </NavLink>

@@ -26,8 +26,24 @@ beforeAll(async () => {
   alice = await createUser();
   bob = await createUser();
   await seedEntries([
-    { id: id(1), time: "2001-03-01T10:00:00.000Z", userId: alice.id, action: "login", resourceType: "api_key", resourceId: "key_alice1", ip: "192.0.2.1" },
-    { id: id(2), time: "2001-03-01T23:59:59.999Z", userId: bob.id, action: "logout", resourceType: "api_key", resourceId: "key_bob_1", ip: "192.0.2.2" },
+    {
+      id: id(1),
+      time: "2001-03-01T10:00:00.000Z",
+      userId: alice.id,
+      action: "login",
+      resourceType: "api_key",
+      resourceId: "key_alice1",
+      ip: "192.0.2.1",
+    },
+    {
+      id: id(2),
+      time: "2001-03-01T23:59:59.999Z",
+      userId: bob.id,
+      action: "logout",
+      resourceType: "api_key",
+      resourceId: "key_bob_1",
+      ip: "192.0.2.2",
+    },
     {
       id: id(3),
       time: "2001-03-02T00:00:00.000Z",
@@ -39,10 +55,34 @@ beforeAll(async () => {
       diff: { username: bob.username },
     },
     // The same instant as 3: the id breaks the tie, the larger first.
-    { id: id(4), time: "2001-03-02T00:00:00.000Z", userId: null, action: "login_second_factor_failed", resourceType: "user", resourceId: alice.id, ip: "198.51.100.7" },
-    { id: id(5), time: "2002-01-01T00:00:00.000Z", userId: bob.id, action: "update", resourceType: "notification_template", resourceId: "tmpl-%_x", ip: "198.51.100.7" },
+    {
+      id: id(4),
+      time: "2001-03-02T00:00:00.000Z",
+      userId: null,
+      action: "login_second_factor_failed",
+      resourceType: "user",
+      resourceId: alice.id,
+      ip: "198.51.100.7",
+    },
+    {
+      id: id(5),
+      time: "2002-01-01T00:00:00.000Z",
+      userId: bob.id,
+      action: "update",
+      resourceType: "notification_template",
+      resourceId: "tmpl-%_x",
+      ip: "198.51.100.7",
+    },
     // An actor that no longer resolves.
-    { id: id(6), time: "2002-06-01T12:00:00.000Z", userId: crypto.randomUUID(), action: "create", resourceType: "passkey", resourceId: "pk1", diff: { name: "Yubi" } },
+    {
+      id: id(6),
+      time: "2002-06-01T12:00:00.000Z",
+      userId: crypto.randomUUID(),
+      action: "create",
+      resourceType: "passkey",
+      resourceId: "pk1",
+      diff: { name: "Yubi" },
+    },
   ]);
 });
 
@@ -63,7 +103,10 @@ describe('docs/security.md, "The audit log": who may read it', () => {
 
   it("an API token with audit_log:read reads it; one without is refused, naming the scope", async () => {
     const issue = async (scopes: string[]) => {
-      const res = await call("POST", "/users/me/keys/tokens", { token: admin.token, body: { token_name: `audit-${crypto.randomUUID().slice(0, 8)}`, scopes } });
+      const res = await call("POST", "/users/me/keys/tokens", {
+        token: admin.token,
+        body: { token_name: `audit-${crypto.randomUUID().slice(0, 8)}`, scopes },
+      });
       expect(res.status, await res.clone().text()).toBe(201);
       return (await json<{ key: string }>(res)).key;
     };
@@ -76,7 +119,10 @@ describe('docs/security.md, "The audit log": who may read it', () => {
 describe('docs/security.md, "The audit log": an entry', () => {
   it("a sign-in: the acting user, the User-Agent cut to 512 characters, status 200, a sentence, the stored diff", async () => {
     const userAgent = `Mozilla/5.0 ${"x".repeat(600)}`;
-    const res = await call("POST", "/users/login", { body: { email: alice.email, password: alice.password }, headers: { "User-Agent": userAgent, "CF-Connecting-IP": "203.0.113.9" } });
+    const res = await call("POST", "/users/login", {
+      body: { email: alice.email, password: alice.password },
+      headers: { "User-Agent": userAgent, "CF-Connecting-IP": "203.0.113.9" },
+    });
     expect(res.status).toBe(201);
     const [entry] = (await readAudit(admin.token, { q: `username:${alice.username} action:login`, limit: 1 })).audit_logs;
     expect(entry).toMatchObject({
@@ -209,7 +255,10 @@ describe('docs/security.md, "The audit log": a bad query is a 400 that changes n
     ["offset", "0.5"],
     ["offset", "x"],
   ])("%s=%s", async (name, value) => {
-    const body = await rejectedWithoutChange(() => call("GET", `/audit?${name}=${value}`, { token: admin.token }), { status: 400, message: Messages.validation });
+    const body = await rejectedWithoutChange(() => call("GET", `/audit?${name}=${value}`, { token: admin.token }), {
+      status: 400,
+      message: Messages.validation,
+    });
     expect(body.validations?.map((v) => v.field)).toEqual([name]);
   });
 });
