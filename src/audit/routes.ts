@@ -1,9 +1,6 @@
-import { and, count, desc, eq, sql } from "drizzle-orm";
-import { alias } from "drizzle-orm/sqlite-core";
 import { Hono } from "hono";
 import { requireAuth } from "../auth/session";
 import { assertCan } from "../authz/guard";
-import { auditLogs, users } from "../db/schema";
 import { dbFor } from "../db/session";
 import { badRequest } from "../http/errors";
 import type { AppEnv } from "../http/types";
@@ -11,12 +8,8 @@ import { queryParams } from "../http/validate";
 import { describeRoute, noPermission } from "../openapi/describe";
 import { AUDIT_SEARCH_KEYS, AuditMessages } from "./messages";
 import { type AuditLogEntry, GetAuditLogsResponse, listAuditQuery } from "./schemas";
-import { auditFilter, parseAuditSearch } from "./search";
+import { auditPage, parseAuditSearch } from "./search";
 import { describeEntry } from "./sentences";
-
-/** The acting user, and the user an entry is about when its resource is one: two looks at `users`. */
-const actor = alias(users, "actor");
-const target = alias(users, "target");
 
 /** Reading the audit log (docs/security.md, "The audit log"). */
 export const auditRoutes = new Hono<AppEnv>().get(
@@ -51,24 +44,7 @@ export const auditRoutes = new Hono<AppEnv>().get(
     const parsed = parseAuditSearch(q ?? "");
     if (!parsed.ok) throw badRequest(AuditMessages.invalidSearch, { validations: parsed.problems.map((detail) => ({ field: "q", detail })) });
     const db = dbFor(c, "read");
-    const where = auditFilter(db, parsed.search);
-    const [page, total] = await db.batch([
-      db
-        // Named apart: both columns are `username`, and a batch's rows come back keyed by column name.
-        .select({
-          entry: auditLogs,
-          actor: sql<string | null>`${actor.username}`.as("actor_username"),
-          target: sql<string | null>`${target.username}`.as("target_username"),
-        })
-        .from(auditLogs)
-        .leftJoin(actor, eq(actor.id, auditLogs.userId))
-        .leftJoin(target, and(eq(auditLogs.resourceType, "user"), eq(target.id, auditLogs.resourceId)))
-        .where(where)
-        .orderBy(desc(auditLogs.time), desc(auditLogs.id))
-        .limit(limit)
-        .offset(offset),
-      db.select({ n: count() }).from(auditLogs).where(where),
-    ]);
+    const [page, total] = await db.batch(auditPage(db, parsed.search, limit, offset));
     const entries: AuditLogEntry[] = page.map(({ entry, actor, target }) => ({
       id: entry.id,
       time: entry.time,

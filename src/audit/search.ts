@@ -1,4 +1,5 @@
-import { and, eq, gte, inArray, lt, type SQL, sql } from "drizzle-orm";
+import { and, count, desc, eq, gte, inArray, lt, type SQL, sql } from "drizzle-orm";
+import { alias } from "drizzle-orm/sqlite-core";
 import type { Database } from "../db/client";
 import { auditLogs, users } from "../db/schema";
 import { AUDIT_SEARCH_KEYS, AuditMessages } from "./messages";
@@ -127,7 +128,7 @@ export function parseAuditSearch(query: string): AuditSearchResult {
  * `action` and the acting user their own, with `time` after them; the resource its pair; the dates `time`'s.
  * The acting user is found by name among every user, deleted ones included: their history stays searchable.
  */
-export function auditFilter(db: Database, search: AuditSearch): SQL | undefined {
+function auditFilter(db: Database, search: AuditSearch): SQL | undefined {
   const filters: SQL[] = [];
   if (search.action !== undefined) filters.push(eq(auditLogs.action, search.action));
   if (search.resourceType !== undefined) filters.push(eq(auditLogs.resourceType, search.resourceType));
@@ -145,4 +146,33 @@ export function auditFilter(db: Database, search: AuditSearch): SQL | undefined 
   if (search.from !== undefined) filters.push(gte(auditLogs.time, search.from));
   if (search.before !== undefined) filters.push(lt(auditLogs.time, search.before));
   return filters.length > 0 ? and(...filters) : undefined;
+}
+
+/** The acting user, and the user an entry is about when its resource is one: two looks at `users`. */
+const actor = alias(users, "actor");
+const target = alias(users, "target");
+
+/**
+ * One page of the search, newest first (time, then id), with the names of its actors and users, and the exact count
+ * of its matches: two statements for one D1 batch.
+ */
+export function auditPage(db: Database, search: AuditSearch, limit: number, offset: number) {
+  const where = auditFilter(db, search);
+  return [
+    db
+      // Named apart: both columns are `username`, and a batch's rows come back keyed by column name.
+      .select({
+        entry: auditLogs,
+        actor: sql<string | null>`${actor.username}`.as("actor_username"),
+        target: sql<string | null>`${target.username}`.as("target_username"),
+      })
+      .from(auditLogs)
+      .leftJoin(actor, eq(actor.id, auditLogs.userId))
+      .leftJoin(target, and(eq(auditLogs.resourceType, "user"), eq(target.id, auditLogs.resourceId)))
+      .where(where)
+      .orderBy(desc(auditLogs.time), desc(auditLogs.id))
+      .limit(limit)
+      .offset(offset),
+    db.select({ n: count() }).from(auditLogs).where(where),
+  ] as const;
 }

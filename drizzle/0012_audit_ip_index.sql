@@ -1,0 +1,1 @@
+CREATE INDEX `audit_logs_ip` ON `audit_logs` (`ip`,`time`);
