@@ -1,1 +1,0 @@
-CREATE INDEX `audit_logs_ip` ON `audit_logs` (`ip`,`time`);
