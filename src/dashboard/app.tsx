@@ -13,7 +13,7 @@ import { AdminUsersPage } from "./admin/users";
 import { onSecondFactorRequired, onSignedOut, setStepUpPrompt } from "./api";
 import { connection, startLive, stopLive, stoppedBecause, unreadCount } from "./inbox/live";
 import { InboxPage } from "./inbox/page";
-import { href, navigate, navigateAfterSignIn, type Route, useRoute } from "./router";
+import { href, landAfterSignIn, navigate, navigateAfterSignIn, type Route, useRoute } from "./router";
 import { isAdmin, type Me, refreshSession, session, signOut } from "./session";
 import { ResetPasswordPage } from "./signin/reset-password";
 import { SecondFactorPage } from "./signin/second-factor";
@@ -70,7 +70,11 @@ export function App() {
   // password), a signed-in one never sees those pages and lands on the inbox.
   useEffect(() => {
     if (state.kind === "setup" && route !== "setup") navigate("setup");
-    if (state.kind === "signed-out" && (route === undefined || !PUBLIC.includes(route) || route === "setup")) navigate("sign-in");
+    if (state.kind === "signed-out" && (route === undefined || !PUBLIC.includes(route) || route === "setup")) {
+      // A link to the audit log (the "Account compromise reported" notice's) opens it, search and all, once signed in.
+      if (route === "audit") landAfterSignIn(location.hash);
+      navigate("sign-in");
+    }
     if (state.kind === "signed-in") {
       if (route === undefined || PUBLIC.includes(route)) navigateAfterSignIn();
       else if (ADMIN.includes(route) && !isAdmin(state.me)) navigate("inbox");
