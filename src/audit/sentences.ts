@@ -24,6 +24,9 @@ function newValue(value: unknown): unknown {
   return value !== null && typeof value === "object" && "new" in value ? (value as { new: unknown }).new : value;
 }
 
+/** "2 sessions", "1 API token"; undefined for what is not a count. */
+const count = (value: unknown, noun: string) => (typeof value === "number" ? `${value} ${noun}${value === 1 ? "" : "s"}` : undefined);
+
 const LOGIN_TYPES: Record<string, string> = { password: "a password", oidc: "OpenID Connect", github: "GitHub", none: "no sign-in" };
 const loginType = (value: unknown) => LOGIN_TYPES[String(value)] ?? String(value);
 const FACTORS: Record<string, string> = {
@@ -81,6 +84,10 @@ export function describeEntry(entry: DescribedEntry): string {
       return `${actor} started changing their sign-in to ${loginType(d.to_type)}`;
     case "convert_login user":
       return `${actor} changed their sign-in to ${loginType(newValue(d.login_type))}`;
+    case "report_not_me user": {
+      const ended = [count(d.revoked_sessions, "session"), count(d.revoked_tokens, "API token")].filter(Boolean).join(" and ");
+      return `${actor} reported that a change to their account was not them${ended ? `; ${ended} ended` : ""}`;
+    }
     case "login_second_factor_asked user":
       return `${actor} gave the right password and was asked for a second factor`;
     case "login_second_factor_failed user":

@@ -49,6 +49,10 @@ describe('docs/security.md, "The audit log": description', () => {
     ],
     [entry("login_second_factor_asked", "user", { resourceId: ALICE }), "alice gave the right password and was asked for a second factor"],
     [entry("login_second_factor_failed", "user", { resourceId: ALICE, userId: null, actor: null }), "Someone failed the second factor of a sign-in"],
+    [
+      entry("report_not_me", "user", { resourceId: ALICE, diff: { event: "new_device", revoked_sessions: 2, revoked_tokens: 1 } }),
+      "alice reported that a change to their account was not them; 2 sessions and 1 API token ended",
+    ],
     [entry("begin_totp", "user", { resourceId: ALICE }), "alice began adding an authenticator app"],
     [entry("enable_totp", "user", { resourceId: ALICE }), "alice turned on an authenticator app"],
     [entry("disable_totp", "user"), "alice removed bob's authenticator app"],
