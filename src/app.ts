@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { H, RouterRoute } from "hono/types";
 import * as z from "zod";
+import { auditRoutes } from "./audit/routes";
 import { mfaRoutes } from "./auth/mfa/routes";
 import { passwordResetRoutes } from "./auth/password-reset";
 import { onRevocation } from "./auth/revocation";
@@ -44,6 +45,7 @@ const api = new Hono<AppEnv>()
   .route("/", notificationRoutes)
   .route("/", broadcastRoutes)
   .route("/", preferenceRoutes)
+  .route("/", auditRoutes)
   .route("/", userRoutes);
 
 // The inbox holds watch sockets that a revoked credential opened: it subscribes, so auth imports no feature.

@@ -164,7 +164,7 @@ function referenceModules() {
  * nothing else; `/env` tells whether the runtime hands every request the same `env` object. For the broadcast figure
  * (broadcast.mjs): `POST /seed-users` inserts users straight into D1, `POST /deliver-distinct` times one `deliver` into
  * each of many new inbox objects (the raw rate), `POST /template-copies` asks every recipient's object how many items
- * of a template it holds.
+ * of a template it holds. For the audit log figure (audit.mjs): `POST /seed-audit` inserts entries straight into D1.
  */
 const HELPER_WORKER = `
 // The limits every producer hands the inbox with a delivery: wrangler.toml's INBOX_MAX_ITEMS and INBOX_RETENTION
@@ -216,6 +216,8 @@ export default {
         return audienceAll(await request.json(), env);
       case "/template-copies":
         return templateCopies(await request.json(), env);
+      case "/seed-audit":
+        return seedAudit(await request.json(), env);
     }
     return new Response("not found", { status: 404 });
   },
@@ -271,6 +273,29 @@ async function seedUsers({ count, prefix, createdAt, perStatement = 2500 }, env)
   const results = await env.DB.batch(statements);
   const inserted = results.reduce((sum, r) => sum + (r.meta?.changes ?? 0), 0);
   return Response.json({ inserted, statements: statements.length, ms: Date.now() - started });
+}
+/**
+ * count audit entries straight into D1 (audit.mjs), one a minute back from now, their actors taken in turn from
+ * userIds and their actions from a handful, in INSERT … SELECT statements of 10,000 rows from a recursive CTE.
+ */
+async function seedAudit({ count, userIds }, env) {
+  const started = Date.now();
+  const statements = [];
+  const now = Math.floor(Date.now() / 1000);
+  for (let from = 0; from < count; from += 10000) {
+    statements.push(env.DB.prepare(
+      "WITH RECURSIVE n(i) AS (SELECT CAST(?1 AS INTEGER) UNION ALL SELECT i + 1 FROM n WHERE i < ?2) " +
+      "INSERT INTO audit_logs (id, time, user_id, action, resource_type, resource_id, diff, ip, request_id, user_agent, status_code) " +
+      "SELECT printf('%08x-0000-4000-8000-%012x', i, i), strftime('%Y-%m-%dT%H:%M:%fZ', ?3 - i * 60, 'unixepoch'), " +
+      "json_extract(?4, '$[' || (i % json_array_length(?4)) || ']'), " +
+      "CASE i % 5 WHEN 0 THEN 'login' WHEN 1 THEN 'logout' WHEN 2 THEN 'create' ELSE 'update_roles' END, " +
+      "CASE i % 5 WHEN 0 THEN 'api_key' WHEN 1 THEN 'api_key' ELSE 'user' END, printf('%010x', i), " +
+      "json_object('login_type', 'password'), '192.0.2.' || (i % 250), printf('%032x', i), 'Mozilla/5.0 (bench)', 200 FROM n"
+    ).bind(from, Math.min(from + 10000, count) - 1, now, JSON.stringify(userIds)));
+  }
+  const results = await env.DB.batch(statements);
+  const inserted = results.reduce((sum, r) => sum + (r.meta?.changes ?? 0), 0);
+  return Response.json({ inserted, ms: Date.now() - started });
 }
 /**
  * The raw rate a broadcast is compared with: one deliver into each of count inbox objects that do not exist yet

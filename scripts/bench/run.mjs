@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { BUDGETS, PUBLIC_DIR } from "../build-ui.mjs";
+import { auditBench, auditRows } from "./audit.mjs";
 import { broadcastBench, RPCS_IN_FLIGHT } from "./broadcast.mjs";
 import { applyMigrations, BENCH_RATE_LIMIT, build, generateSecretKey, gzipSizeOf, root, start, versions, wranglerVar } from "./harness.mjs";
 import {
@@ -392,6 +393,22 @@ async function main() {
         }),
       };
     });
+    lat.audit = await attempt("audit log latency", async () => {
+      const trivialClient = sequentialClient(trivialUrl);
+      try {
+        return await auditBench({
+          helperUrl,
+          client,
+          trivialClient,
+          owner: ada,
+          userIds: [ada.id, small.id, big.id, watcher.id, resumer.id],
+          samples: settings.latencySamples,
+          log,
+        });
+      } finally {
+        trivialClient.close();
+      }
+    });
     lat.login = await attempt("login latency", async () => {
       log(`latency: POST /users/login (argon2id); the login rate limits are raised to ${BENCH_RATE_LIMIT} per period for the bench`);
       return {
@@ -672,6 +689,7 @@ async function main() {
       (v) => v <= 2.5,
     );
     row("authcheck_no_lookup_p50", "  … same checks without resource_id, p50", () => lat.authcheck.withoutLookups.p50, "ms");
+    auditRows(row, lat.audit);
     row(
       "login_p50",
       "POST /users/login (argon2id 19 MiB, t=2), p50",

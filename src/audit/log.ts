@@ -3,6 +3,7 @@ import type { Database } from "../db/client";
 import { auditLogs } from "../db/schema";
 import type { AppEnv } from "../http/types";
 import { nowIso } from "../lib/crypto";
+import { USER_AGENT_MAX } from "../security/device";
 
 export interface AuditEvent {
   action: string;
@@ -12,6 +13,11 @@ export interface AuditEvent {
   diff?: Record<string, unknown>;
   /** The actor; defaults to the authenticated caller. */
   userId?: string | null;
+  /**
+   * The HTTP status the action answered: 200 unless the entry records a refusal, such as a failed second factor
+   * (401). Shown as `status_code` (docs/security.md, "The audit log").
+   */
+  statusCode?: number;
 }
 
 /**
@@ -29,6 +35,8 @@ export function auditInsert(db: Database, c: Context<AppEnv>, event: AuditEvent)
     diff: event.diff ?? {},
     ip: clientIp(c),
     requestId: c.get("requestId") ?? "",
+    userAgent: (c.req.header("User-Agent") ?? "").slice(0, USER_AGENT_MAX),
+    statusCode: event.statusCode ?? 200,
   });
 }
 

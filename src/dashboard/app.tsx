@@ -4,6 +4,7 @@ import type { WatchStatus } from "../client";
 import { AccountPage } from "./account/account";
 import { EnrolFactorPage } from "./account/enrol-factor";
 import { PreferencesPage } from "./account/preferences";
+import { AuditPage, mayReadAudit } from "./admin/audit";
 import { AdminBroadcastsPage } from "./admin/broadcasts";
 import { AdminMessagesPage } from "./admin/messages";
 import { AdminNotifierPage } from "./admin/notifier";
@@ -12,7 +13,7 @@ import { AdminUsersPage } from "./admin/users";
 import { onSecondFactorRequired, onSignedOut, setStepUpPrompt } from "./api";
 import { connection, startLive, stopLive, stoppedBecause, unreadCount } from "./inbox/live";
 import { InboxPage } from "./inbox/page";
-import { href, navigate, navigateAfterSignIn, type Route, useRoute } from "./router";
+import { href, landAfterSignIn, navigate, navigateAfterSignIn, type Route, useRoute } from "./router";
 import { isAdmin, type Me, refreshSession, session, signOut } from "./session";
 import { ResetPasswordPage } from "./signin/reset-password";
 import { SecondFactorPage } from "./signin/second-factor";
@@ -39,6 +40,13 @@ const ADMIN_PAGES: readonly (readonly [Route, string])[] = [
   ["admin/broadcasts", "Broadcasts"],
 ];
 const ADMIN: readonly Route[] = ADMIN_PAGES.map(([page]) => page);
+/** The audit log: owners and auditors (docs/security.md, "The audit log"), whom the administration pages leave out. */
+const AUDIT_PAGE = ["audit", "Audit log"] as const;
+
+/** The pages of the navigation after the Inbox, for this person. */
+function pagesFor(me: Me): readonly (readonly [Route, string])[] {
+  return [...PAGES, ...(isAdmin(me) ? ADMIN_PAGES : []), ...(mayReadAudit(me) ? [AUDIT_PAGE] : [])];
+}
 
 export function App() {
   const state = useStore(session);
@@ -62,10 +70,15 @@ export function App() {
   // password), a signed-in one never sees those pages and lands on the inbox.
   useEffect(() => {
     if (state.kind === "setup" && route !== "setup") navigate("setup");
-    if (state.kind === "signed-out" && (route === undefined || !PUBLIC.includes(route) || route === "setup")) navigate("sign-in");
+    if (state.kind === "signed-out" && (route === undefined || !PUBLIC.includes(route) || route === "setup")) {
+      // A link to the audit log (the "Account compromise reported" notice's) opens it, search and all, once signed in.
+      if (route === "audit") landAfterSignIn(location.hash);
+      navigate("sign-in");
+    }
     if (state.kind === "signed-in") {
       if (route === undefined || PUBLIC.includes(route)) navigateAfterSignIn();
       else if (ADMIN.includes(route) && !isAdmin(state.me)) navigate("inbox");
+      else if (route === "audit" && !mayReadAudit(state.me)) navigate("inbox");
     }
   }, [state, route]);
 
@@ -131,6 +144,8 @@ function SignedInPage({ route, me }: { route: Route | undefined; me: Me }) {
       return <AdminMessagesPage />;
     case "admin/broadcasts":
       return <AdminBroadcastsPage />;
+    case "audit":
+      return <AuditPage me={me} />;
     default:
       return <InboxPage me={me} />;
   }
@@ -208,7 +223,7 @@ function Frame({ me, route, children }: { me?: Me; route?: Route | undefined; ch
                     </span>
                   ) : null}
                 </NavLink>
-                {(isAdmin(me) ? [...PAGES, ...ADMIN_PAGES] : PAGES).map(([page, label]) => (
+                {pagesFor(me).map(([page, label]) => (
                   <NavLink key={page} route={page} current={route}>
                     {label}
                   </NavLink>

@@ -17,7 +17,8 @@ export type Route =
   | "admin/notifier"
   | "admin/templates"
   | "admin/messages"
-  | "admin/broadcasts";
+  | "admin/broadcasts"
+  | "audit";
 
 const ROUTES: readonly Route[] = [
   "sign-in",
@@ -33,6 +34,7 @@ const ROUTES: readonly Route[] = [
   "admin/templates",
   "admin/messages",
   "admin/broadcasts",
+  "audit",
 ];
 
 /**

@@ -23,7 +23,8 @@ type Tag =
   | "Inbox"
   | "Notifications"
   | "Notification preferences"
-  | "Broadcasts";
+  | "Broadcasts"
+  | "Audit";
 
 type SuccessStatus = 101 | 200 | 201 | 202 | 204 | 302 | 304;
 export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500 | 502;
@@ -46,10 +47,11 @@ export interface SuccessResponse {
  * - `reader`: site-wide readers of the resource (owner, user-admin, auditor);
  * - `user-admin`: owners and user-admins;
  * - `config-reader`: those who may read the deployment's configuration (owners and auditors);
+ * - `audit-reader`: those who may read the site-wide audit log (owners and auditors);
  * - `owner`: owners only.
  * Public routes (no `requireAuth`) need none.
  */
-type Access = "anyone" | "reader" | "user-admin" | "config-reader" | "owner";
+type Access = "anyone" | "reader" | "user-admin" | "config-reader" | "audit-reader" | "owner";
 
 /** A scope an API token may carry that names one action on one resource type (docs/authorization.md, "API token scopes"). */
 type ScopeName = { [T in ResourceType]: `${T}:${(typeof RESOURCE_ACTIONS)[T][number]}` }[ResourceType];

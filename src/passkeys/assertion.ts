@@ -158,6 +158,8 @@ export async function verifyPasskeyAssertion(
       resourceType: "passkey",
       resourceId: passkey.id,
       diff: { sign_count: passkey.signCount, presented: newCounter },
+      // The assertion is refused: 401 at sign-in, step-up's 400 (docs/second-factor.md, "Step-up").
+      statusCode: target.purpose === "step-up" ? 400 : 401,
     }),
   ]);
   throw new PasskeyRefused("counter");

@@ -207,13 +207,14 @@ describe.skipIf(!browserAvailable)("the dashboard in Chromium (docs/dashboard.md
       ["#/admin/templates", "Templates"],
       ["#/admin/messages", "Message log"],
       ["#/admin/broadcasts", "Broadcasts"],
+      ["#/audit", "Audit log"],
     ] as const) {
       await page.goto(`${herald.url}/${hash}`);
       await page.getByRole("heading", { name: heading, exact: true }).waitFor();
       await checkBothThemes(heading);
     }
     await page.setViewportSize({ width: 360, height: 740 });
-    for (const hash of ["#/inbox", "#/preferences", "#/account", "#/admin/users", "#/admin/messages", "#/admin/broadcasts"]) {
+    for (const hash of ["#/inbox", "#/preferences", "#/account", "#/admin/users", "#/admin/messages", "#/admin/broadcasts", "#/audit"]) {
       await page.goto(`${herald.url}/${hash}`);
       await page.locator("h1").waitFor();
       await settled();

@@ -10,7 +10,7 @@
  * - paths: hostile `{params}` are a 4xx, never a 5xx;
  * - access (`describeRoute({ access })`): a member never succeeds on a route for user-admins or owners, never acts on
  *   another member through `{user}`, and is not refused (401/403) on an `anyone` route acting on itself; a
- *   user-admin is refused the owner-only routes and those that read the deployment's configuration.
+ *   user-admin is refused the owner-only routes and those that read the deployment's configuration or the audit log.
  *
  * Requests that must pass validation use a body generated from the documented schema (first example, else the
  * simplest valid value), so a refusal can only come from the check under test.
@@ -161,7 +161,7 @@ describe("access, from each route's `access`", () => {
     });
   }
 
-  for (const c of CASES.filter((c) => c.access === "owner" || c.access === "config-reader")) {
+  for (const c of CASES.filter((c) => c.access === "owner" || c.access === "config-reader" || c.access === "audit-reader")) {
     it(`${c.id} (${c.access}): a user-admin never succeeds`, async () => {
       const target = c.path.includes("{user}") ? otherMember.id : "me";
       const body = c.body ? sample(c.body) : undefined;

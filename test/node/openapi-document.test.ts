@@ -48,6 +48,7 @@ const WHO: Record<string, string> = {
   reader: "owner, user-admin, auditor",
   "user-admin": "owner, user-admin",
   "config-reader": "owner, auditor",
+  "audit-reader": "owner, auditor",
   owner: "owner",
 };
 

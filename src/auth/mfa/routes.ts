@@ -107,7 +107,13 @@ export const mfaRoutes = new Hono<AppEnv>()
       const wrong = passkey !== undefined ? PasskeyMessages.incorrectPasskey : MfaMessages.incorrectCode;
       const checked = await checkSecondFactor(c, db, user.id, factors, proof, "mfa");
       if (!checked) {
-        await auditInsert(db, c, { userId: user.id, action: "login_second_factor_failed", resourceType: "user", resourceId: user.id });
+        await auditInsert(db, c, {
+          userId: user.id,
+          action: "login_second_factor_failed",
+          resourceType: "user",
+          resourceId: user.id,
+          statusCode: 401,
+        });
         throw new ApiError(401, wrong);
       }
       // The challenge and the code are used up together: of two requests racing with them, one signs in.

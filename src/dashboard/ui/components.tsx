@@ -112,7 +112,7 @@ export function Warning({ title, testId, children }: { title: string; testId?: s
 
 /** The input attributes the dashboard's forms use. */
 interface InputProps {
-  type?: "text" | "email" | "password" | "search" | "number" | "datetime-local" | "url";
+  type?: "text" | "email" | "password" | "search" | "number" | "datetime-local" | "date" | "url";
   name?: string;
   autocomplete?: string;
   required?: boolean;
