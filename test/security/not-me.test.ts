@@ -40,7 +40,7 @@ async function noticed(): Promise<{ user: TestUser; link: string; token: string;
 
 const report = (token: unknown) => call("POST", "/users/not-me", { body: { token } });
 
-describe('docs/security.md, "This wasn\'t me"', () => {
+describe(`docs/security.md, "This wasn't me"`, () => {
   it("ends every session and token, closes the watch (4401), and never signs anyone in", async () => {
     const { user, token, session } = await noticed();
     const created = await call("POST", `/users/${user.id}/keys/tokens`, { token: user.token, body: { token_name: "ci" } });
