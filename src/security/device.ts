@@ -19,7 +19,7 @@ export interface RequestOrigin {
 }
 
 /** User-Agents are cut to this many characters before they are stored (a header can be 16 KB). */
-export const USER_AGENT_MAX = 512;
+const USER_AGENT_MAX = 512;
 
 /**
  * What a User-Agent names, through bowser (MIT): the browser's family and major version and the operating system.
