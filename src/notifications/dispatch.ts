@@ -5,6 +5,7 @@ import { type DispatchMethod, type MessageRow, notificationMessages, notificatio
 import type { Env, NotificationQueueMessage } from "../env";
 import { userInbox } from "../inbox/address";
 import { nowIso } from "../lib/crypto";
+import { ScheduleMessages } from "../schedule/messages";
 import { sendToInbox } from "./channels/inbox";
 import { sendEmail } from "./channels/smtp";
 import { type Channel, DeliveryError } from "./channels/types";
@@ -183,7 +184,9 @@ export async function dispatchMessage(
     if (!template) throw new DeliveryError("the template no longer exists", false);
     if (expiresAt !== undefined && now >= expiresAt) throw new DeliveryError(PASSCODE_EXPIRED, false);
     if (message.sendIfUnread && !(await stillUnread(env, message))) {
-      await finish(db, message, { status: "skipped", statusReason: READ_BEFORE_DUE, sentAt: null });
+      // Held by quiet hours, it says so; otherwise it waited for its read-aware delay (docs/schedule.md, "Quiet hours").
+      const reason = message.statusReason === ScheduleMessages.heldQuiet ? ScheduleMessages.readDuringQuiet : READ_BEFORE_DUE;
+      await finish(db, message, { status: "skipped", statusReason: reason, sentAt: null });
       return "skipped";
     }
     const payload = await openPayload(config, message).catch(() => {
