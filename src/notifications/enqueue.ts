@@ -14,7 +14,7 @@ import {
 import type { Env } from "../env";
 import type { Background } from "../lib/background";
 import { nowIso, uuidv7 } from "../lib/crypto";
-import { isHeldByQuietHours } from "../schedule/hold";
+import { holdForDigest, isHeldByQuietHours } from "../schedule/hold";
 import { ScheduleMessages } from "../schedule/messages";
 import { quietUntil } from "../schedule/model";
 import { scheduleOf, scheduleQuery } from "../schedule/store";
@@ -161,6 +161,7 @@ export async function enqueueNotification(
       sendIfUnread: readAware || (quietEnd !== undefined && !template.externalOnly),
     };
   });
+  if (schedule.digest.kind !== "off" && !template.mandatory) await holdForDigest(env, rows, schedule, user, at);
   await db.insert(notificationMessages).values(rows);
 
   const pending = rows.filter((r) => r.status === "pending");

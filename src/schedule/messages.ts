@@ -15,4 +15,10 @@ export const ScheduleMessages = {
   heldQuiet: "quiet hours",
   /** The message-log reason of a held e-mail whose inbox copy was read or archived before the range ended. */
   readDuringQuiet: "read in the inbox during quiet hours",
+  /** The message-log reason of an e-mail copy held for the user's digest (docs/schedule.md, "Digests"). */
+  heldDigest: "held for the digest",
+  inDigest: (digestId: string) => `sent in the digest ${digestId}`,
+  leftOutOfDigest: "read, archived or snoozed in the inbox before the digest",
+  notInInbox: "not in the inbox when the digest was made: sent on its own",
+  digestFailed: (digestId: string, reason: string) => `the digest ${digestId} failed: ${reason}`,
 } as const;
