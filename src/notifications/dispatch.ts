@@ -6,7 +6,7 @@ import type { Env, NotificationQueueMessage } from "../env";
 import { userInbox } from "../inbox/address";
 import type { DigestFate } from "../inbox/digests";
 import { nowIso } from "../lib/crypto";
-import { DIGEST_TEMPLATE, DIGEST_TEMPLATE_ID, renderDigest, settleHeld, settleListed } from "../schedule/digest";
+import { DIGEST_TEMPLATE, renderDigest, settleHeld, settleListed } from "../schedule/digest";
 import { ScheduleMessages } from "../schedule/messages";
 import { sendToInbox } from "./channels/inbox";
 import { sendEmail } from "./channels/smtp";
@@ -16,7 +16,7 @@ import { renderTemplate } from "./render";
 import { unseal } from "./sealed";
 import { readPaused } from "./settings";
 import { moveMessages } from "./status";
-import { TEMPLATE_IDS } from "./templates";
+import { DIGEST_TEMPLATE_ID, TEMPLATE_IDS } from "./templates";
 
 const CHANNELS: Record<DispatchMethod, Channel> = { smtp: sendEmail, webhook: sendWebhook, inbox: sendToInbox };
 /**

@@ -11,21 +11,16 @@ import { markdownToPlaintext } from "../markdown/plaintext";
 import { enqueueExternal } from "../notifications/dispatch";
 import { escapeMarkdown, type RenderedNotification } from "../notifications/render";
 import { moveMessages } from "../notifications/status";
+import { DIGEST_TEMPLATE_ID, DIGEST_TEMPLATE_NAME } from "../notifications/templates";
 import { ScheduleMessages } from "./messages";
 
-/**
- * The digest e-mail's template id in the message log. The digest is written by Herald's code (`renderDigest`), not
- * from a stored template, so no template row has this id and no preference can turn it off: a user who does not want
- * digests turns them off in the schedule (docs/schedule.md, "Digests").
- */
-export const DIGEST_TEMPLATE_ID = "5d0f7a8e-3c1b-4f2a-9e6d-8b7c6a5f4e3d";
 /** Items a digest names; the rest are counted ("and N more"). */
 const DIGEST_ITEMS_SHOWN = 50;
 
 /** The template the dispatcher hands the e-mail channel for a digest: never stored, never in a list. */
 export const DIGEST_TEMPLATE: TemplateRow = {
   id: DIGEST_TEMPLATE_ID,
-  name: "Notification digest",
+  name: DIGEST_TEMPLATE_NAME,
   titleTemplate: "",
   bodyTemplate: "",
   actions: "[]",
