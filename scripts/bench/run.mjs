@@ -765,7 +765,7 @@ async function main() {
     row("notice_frame_p50", "  … p50", () => lat.notices.notice.p50, "ms");
     row(
       "not_me_close_p95",
-      "POST /users/not-me → the last of 3 watch sockets closed (4401), p95",
+      "POST /users/not-me → the close frame of the last of 3 watch sockets, p95",
       () => lat.notices.notMe.p95,
       "ms",
       "≤ 1,000 ms",

@@ -15,6 +15,7 @@ import { connection, startLive, stopLive, stoppedBecause, unreadCount } from "./
 import { InboxPage } from "./inbox/page";
 import { href, landAfterSignIn, navigate, navigateAfterSignIn, type Route, useRoute } from "./router";
 import { isAdmin, type Me, refreshSession, session, signOut } from "./session";
+import { NotMePage } from "./signin/not-me";
 import { ResetPasswordPage } from "./signin/reset-password";
 import { SecondFactorPage } from "./signin/second-factor";
 import { SetupPage } from "./signin/setup";
@@ -69,6 +70,8 @@ export function App() {
   // Where each state may be: a fresh deployment only sets up, a signed-out person only signs in (or resets a
   // password), a signed-in one never sees those pages and lands on the inbox.
   useEffect(() => {
+    // "This wasn't me" stays open in every state: it works signed in or not, and signs nobody in.
+    if (route === "not-me") return;
     if (state.kind === "setup" && route !== "setup") navigate("setup");
     if (state.kind === "signed-out" && (route === undefined || !PUBLIC.includes(route) || route === "setup")) {
       // A link to the audit log (the "Account compromise reported" notice's) opens it, search and all, once signed in.
@@ -83,13 +86,22 @@ export function App() {
   }, [state, route]);
 
   // The live inbox runs while someone is signed in, on every page: the badge and the title follow it.
-  const meId = state.kind === "signed-in" ? state.me.id : undefined;
+  const meId = state.kind === "signed-in" && route !== "not-me" ? state.me.id : undefined;
   useEffect(() => {
     if (meId === undefined) return;
     void startLive().catch(() => undefined);
     return stopLive;
   }, [meId]);
 
+  // Shown alone, without the signed-in frame, whatever the session: confirming ends this browser's session too
+  // (docs/dashboard.md, "This wasn't me").
+  if (route === "not-me") {
+    return (
+      <Frame>
+        <NotMePage />
+      </Frame>
+    );
+  }
   if (state.kind === "loading") {
     return (
       <Frame>

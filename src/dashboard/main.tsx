@@ -1,6 +1,7 @@
 import { render } from "preact";
 import { App } from "./app";
 import { takeDeepLink } from "./router";
+import { takeNotMeLink } from "./signin/not-me";
 import { takeResetLink } from "./signin/reset-password";
 import { takeSecondFactorLink } from "./signin/second-factor";
 import { applyTheme } from "./ui/theme";
@@ -8,6 +9,7 @@ import "./styles.css";
 
 applyTheme();
 takeResetLink();
+takeNotMeLink();
 takeDeepLink();
 takeSecondFactorLink();
 const root = document.getElementById("app");

@@ -9,6 +9,7 @@ export type Route =
   | "setup"
   | "reset-password"
   | "second-factor"
+  | "not-me"
   | "inbox"
   | "preferences"
   | "account"
@@ -25,6 +26,7 @@ const ROUTES: readonly Route[] = [
   "setup",
   "reset-password",
   "second-factor",
+  "not-me",
   "inbox",
   "preferences",
   "account",

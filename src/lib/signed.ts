@@ -26,8 +26,11 @@ export async function signValue(secret: string, purpose: string, value: object, 
 export type Opened<T> = { ok: true; value: T } | { ok: false; reason: "malformed" | "tampered" | "expired" };
 
 export async function openValue<T>(secret: string, purpose: string, signed: string): Promise<Opened<T>> {
-  const [body, mac] = signed.split(".");
-  if (!body || !mac) return { ok: false, reason: "malformed" };
+  // Exactly a body and its MAC: anything after a second dot would otherwise ride along unchecked, and a value would
+  // have many spellings.
+  const parts = signed.split(".");
+  const [body, mac] = parts;
+  if (parts.length !== 2 || !body || !mac) return { ok: false, reason: "malformed" };
   if (!timingSafeEqualText(await hmacHex(secret, `${purpose}:${body}`), mac)) return { ok: false, reason: "tampered" };
   try {
     const { v, exp } = JSON.parse(fromBase64Url(body)) as { v: T; exp: number };

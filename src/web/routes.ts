@@ -91,6 +91,16 @@ export const webRoutes = new Hono<AppEnv>()
     ),
     dashboardPage,
   )
+  // The "This wasn't me" link of every security notice: its token is the fragment, which never reaches this route.
+  .get(
+    "/not-me",
+    pageDoc(
+      "notMePage",
+      "The dashboard, opened on its This wasn't me page",
+      "Where a security notice's This wasn't me link points (`/not-me#<token>`). The token is in the fragment, so it never reaches the server; the page takes it into memory, explains the event and, once confirmed, sends it to `POST /api/v2/users/not-me` (docs/dashboard.md, \"This wasn't me\").",
+    ),
+    dashboardPage,
+  )
   // The links of the administrators' notices (the seeded templates keep Coder's paths) open the matching dashboard
   // pages; the dashboard maps the path to its own page (src/dashboard/router.ts, `takeDeepLink`).
   .get(

@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { api, call } from "../api";
-import { href } from "../router";
+import { href, routeParam } from "../router";
 import { useAction } from "../ui/action";
 import { ActionForm, Field, NewPasswordField, Notice, Page, Warning } from "../ui/components";
 
@@ -30,7 +30,10 @@ export function ResetPasswordPage({ deliverable }: { deliverable: boolean }) {
   const [email, setEmail] = useState(fromLink?.email ?? "");
   const [code, setCode] = useState(fromLink?.code ?? "");
   const [password, setPassword] = useState("");
-  const [step, setStep] = useState<"request" | "change" | "done">(fromLink ? "change" : "request");
+  // A passcode already sent (a "This wasn't me" confirmation e-mails one, `?passcode=sent`) is typed in here: asking
+  // for another would replace it.
+  const [haveCode, setHaveCode] = useState(fromLink !== undefined || routeParam("passcode") === "sent");
+  const [step, setStep] = useState<"request" | "change" | "done">(haveCode ? "change" : "request");
   const request = useAction(async () => {
     await call(api.users.otp.request.$post({ json: { email } }));
     setStep("change");
@@ -62,15 +65,27 @@ export function ResetPasswordPage({ deliverable }: { deliverable: boolean }) {
               problem={request.problem}
               problemField="email"
             />
-            <button type="submit" class="button-primary" disabled={request.pending}>
-              Send a passcode
-            </button>
+            <div class="row">
+              <button type="submit" class="button-primary" disabled={request.pending}>
+                Send a passcode
+              </button>
+              <button
+                type="button"
+                class="button-quiet"
+                onClick={() => {
+                  setHaveCode(true);
+                  setStep("change");
+                }}
+              >
+                I have a passcode
+              </button>
+            </div>
           </ActionForm>
         ) : null}
         {step === "change" ? (
-          <ActionForm action={change} shown={fromLink ? ["email", "one_time_passcode", "password"] : ["one_time_passcode", "password"]}>
-            {fromLink ? null : <Notice>If {email} has an account, a passcode is on its way. It works once, for a limited time.</Notice>}
-            {fromLink ? (
+          <ActionForm action={change} shown={haveCode ? ["email", "one_time_passcode", "password"] : ["one_time_passcode", "password"]}>
+            {haveCode ? null : <Notice>If {email} has an account, a passcode is on its way. It works once, for a limited time.</Notice>}
+            {haveCode ? (
               <Field
                 label="E-mail"
                 type="email"
