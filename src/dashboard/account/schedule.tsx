@@ -2,7 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { type QuietRange, quietUntil, type Schedule, type Weekday } from "../../schedule/model";
 import { api, call } from "../api";
 import { useAction } from "../ui/action";
-import { Field, Loading, Notice, type Option, ProblemAlert, SelectField } from "../ui/components";
+import { Field, FieldNotes, Loading, Notice, type Option, ProblemAlert, SelectField } from "../ui/components";
 
 /**
  * Preferences → "Quiet hours and digest" (docs/schedule.md): the time zone (the browser's until the person saves
@@ -83,12 +83,14 @@ export function QuietHoursAndDigest() {
 
   const save = useAction(async () => {
     const digest = kind === "off" ? "off" : kind === "daily" ? `daily@${daily}` : length;
-    await call(
+    const stored = await call(
       api.users[":user"].notifications.schedule.$put({
         param: { user: "me" },
         json: { timezone: zone ?? "UTC", quiet_hours: ranges, digest },
       }),
     );
+    // The zone as stored: its canonical spelling, however it was typed (docs/schedule.md, "The schedule").
+    setZone(stored.timezone);
     setSaved(true);
   });
 
@@ -134,52 +136,60 @@ export function QuietHoursAndDigest() {
         <fieldset class="stack">
           <legend>Quiet hours</legend>
           {ranges.length === 0 ? <p class="muted">No quiet hours: e-mail goes out whenever it is sent.</p> : null}
-          {ranges.map((range, index) => (
-            <div class="schedule-range" key={index} data-testid="quiet-range">
-              <fieldset class="schedule-days">
-                <legend>Quiet range {index + 1}: days it starts on</legend>
-                {WEEK.map((day) => (
-                  <label key={day} class="schedule-day">
-                    <input
-                      type="checkbox"
-                      name={`range-${index}-${day}`}
-                      checked={range.days.includes(day)}
-                      onChange={(event) =>
-                        setRange(index, { days: WEEK.filter((d) => (d === day ? event.currentTarget.checked : range.days.includes(d))) })
-                      }
-                    />{" "}
-                    {DAY_NAMES[day]}
-                  </label>
-                ))}
-              </fieldset>
-              <Field
-                label="From"
-                type="time"
-                name={`range-${index}-start`}
-                required
-                value={range.start}
-                onValue={(start) => setRange(index, { start })}
-                problem={save.problem}
-                problemField={`quiet_hours.${index}.start`}
-              />
-              <Field
-                label="Until"
-                type="time"
-                name={`range-${index}-end`}
-                required
-                value={range.end}
-                onValue={(end) => setRange(index, { end })}
-                problem={save.problem}
-                problemField={`quiet_hours.${index}.end`}
-                hint="An earlier time is the next morning."
-              />
-              <div>
-                <button type="button" onClick={() => change<RangeForm[]>(setRanges)(ranges.filter((_, i) => i !== index))}>
-                  Remove range {index + 1}
-                </button>
+          {ranges.map((range, index) => {
+            // A refusal of the days (none ticked) is said at them, tied to every box (docs/dashboard.md, "Errors").
+            const daysError = save.problem?.about(`quiet_hours.${index}.days`);
+            const daysId = `field-range-${index}-days`;
+            return (
+              <div class="schedule-range" key={index} data-testid="quiet-range">
+                <fieldset class="schedule-days">
+                  <legend>Quiet range {index + 1}: days it starts on</legend>
+                  {WEEK.map((day) => (
+                    <label key={day} class="schedule-day">
+                      <input
+                        type="checkbox"
+                        name={`range-${index}-${day}`}
+                        checked={range.days.includes(day)}
+                        aria-invalid={daysError ? "true" : undefined}
+                        aria-describedby={daysError ? `${daysId}-error` : undefined}
+                        onChange={(event) =>
+                          setRange(index, { days: WEEK.filter((d) => (d === day ? event.currentTarget.checked : range.days.includes(d))) })
+                        }
+                      />{" "}
+                      {DAY_NAMES[day]}
+                    </label>
+                  ))}
+                  <FieldNotes id={daysId} error={daysError} />
+                </fieldset>
+                <Field
+                  label="From"
+                  type="time"
+                  name={`range-${index}-start`}
+                  required
+                  value={range.start}
+                  onValue={(start) => setRange(index, { start })}
+                  problem={save.problem}
+                  problemField={`quiet_hours.${index}.start`}
+                />
+                <Field
+                  label="Until"
+                  type="time"
+                  name={`range-${index}-end`}
+                  required
+                  value={range.end}
+                  onValue={(end) => setRange(index, { end })}
+                  problem={save.problem}
+                  problemField={`quiet_hours.${index}.end`}
+                  hint="An earlier time is the next morning."
+                />
+                <div>
+                  <button type="button" onClick={() => change<RangeForm[]>(setRanges)(ranges.filter((_, i) => i !== index))}>
+                    Remove range {index + 1}
+                  </button>
+                </div>
               </div>
-            </div>
-          ))}
+            );
+          })}
           {ranges.length < MAX_RANGES ? (
             <div>
               <button type="button" onClick={() => change<RangeForm[]>(setRanges)([...ranges, { days: [...WEEK], start: "22:00", end: "07:00" }])}>
@@ -207,7 +217,7 @@ export function QuietHoursAndDigest() {
         </p>
         <ProblemAlert
           problem={save.problem}
-          shown={["timezone", "digest", ...ranges.flatMap((_, i) => [`quiet_hours.${i}.start`, `quiet_hours.${i}.end`])]}
+          shown={["timezone", "digest", ...ranges.flatMap((_, i) => [`quiet_hours.${i}.days`, `quiet_hours.${i}.start`, `quiet_hours.${i}.end`])]}
         />
         {saved ? <Notice>Quiet hours and digest saved.</Notice> : null}
         <div>
