@@ -24,6 +24,23 @@ async function helperPost(helperUrl, route, body) {
 }
 
 /**
+ * Copies held per helper request: workerd keeps every object a request reached open until a few seconds after the
+ * request ends, 3 file descriptors each (docs/benchmarks.md, "Broadcasts"), so 10,000 in one request would run a
+ * machine that allows 20,000 descriptors out of them (`SQLITE_CANTOPEN`).
+ */
+const HOLD_SLICE = 1000;
+
+/** Holds the copies of users `from` … `from + count - 1`, a slice per request, one after the other. */
+async function holdInSlices(helperUrl, { from, count, ...rest }) {
+  let ms = 0;
+  for (let at = from; at < from + count; at += HOLD_SLICE) {
+    const slice = await helperPost(helperUrl, "/hold-digests", { ...rest, from: at, count: Math.min(HOLD_SLICE, from + count - at) });
+    ms += slice.ms;
+  }
+  return { ms };
+}
+
+/**
  * Holds one copy for each of `users` users in windows that all end at one instant, chosen after a first slice shows
  * how fast holding goes, then polls the message log until every digest is there. Returns the seconds from the windows'
  * end to the last digest queued.
@@ -43,7 +60,7 @@ export async function digestBench({ helperUrl, users, parallel = 32, log }) {
   // holding them is expected to be over (one and a half times the first slice's pace, and 10 s).
   const endsAt = Date.now() + Math.ceil(((users - probe) * first.ms) / probe) * 1.5 + 10_000;
   log(`holding ${users - probe} copies in windows ending at ${new Date(endsAt).toISOString()}`);
-  const held = await helperPost(helperUrl, "/hold-digests", {
+  const held = await holdInSlices(helperUrl, {
     prefix,
     from: probe,
     count: users - probe,
