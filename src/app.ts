@@ -25,6 +25,7 @@ import { notificationRoutes } from "./notifications/routes";
 import { describeRoute } from "./openapi/describe";
 import { OpenApiDocumentSchema } from "./openapi/schemas";
 import { passkeyRoutes } from "./passkeys/routes";
+import { scheduleRoutes } from "./schedule/routes";
 import { securityRoutes } from "./security/routes";
 import { keyRoutes } from "./users/keys";
 import { reserveUsernames } from "./users/reserved";
@@ -45,6 +46,7 @@ const api = new Hono<AppEnv>()
   .route("/", notificationRoutes)
   .route("/", broadcastRoutes)
   .route("/", preferenceRoutes)
+  .route("/", scheduleRoutes)
   .route("/", auditRoutes)
   .route("/", userRoutes);
 

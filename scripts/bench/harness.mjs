@@ -165,6 +165,9 @@ function referenceModules() {
  * (broadcast.mjs): `POST /seed-users` inserts users straight into D1, `POST /deliver-distinct` times one `deliver` into
  * each of many new inbox objects (the raw rate), `POST /template-copies` asks every recipient's object how many items
  * of a template it holds. For the audit log figure (audit.mjs): `POST /seed-audit` inserts entries straight into D1.
+ * For the digest figure (digests.mjs): `POST /hold-digests` delivers one unread item into each of many inbox objects
+ * and holds its e-mail copy for a digest window ending at a given time; `POST /digests-queued` counts the digest
+ * rows the windows' ends have written to the message log.
  */
 const HELPER_WORKER = `
 // The limits every producer hands the inbox with a delivery: wrangler.toml's INBOX_MAX_ITEMS and INBOX_RETENTION
@@ -218,6 +221,10 @@ export default {
         return templateCopies(await request.json(), env);
       case "/seed-audit":
         return seedAudit(await request.json(), env);
+      case "/hold-digests":
+        return holdDigests(await request.json(), env);
+      case "/digests-queued":
+        return digestsQueued(await request.json(), env);
     }
     return new Response("not found", { status: 404 });
   },
@@ -273,6 +280,33 @@ async function seedUsers({ count, prefix, createdAt, perStatement = 2500 }, env)
   const results = await env.DB.batch(statements);
   const inserted = results.reduce((sum, r) => sum + (r.meta?.changes ?? 0), 0);
   return Response.json({ inserted, statements: statements.length, ms: Date.now() - started });
+}
+/**
+ * One unread inbox item per user (ids prefix + index), its e-mail copy held for a digest window ending at endsAt:
+ * the two RPCs the enqueue makes for a user with a digest (deliver, holdForDigest), parallel at most at a time.
+ */
+async function holdDigests({ prefix, from, count, parallel, endsAt, templateId }, env) {
+  const started = Date.now();
+  const users = [];
+  for (let i = from; i < from + count; i++) users.push(prefix + "-" + i);
+  await pool(users, parallel, async (userId) => {
+    const stub = env.USER_INBOX.get(env.USER_INBOX.idFromName(userId));
+    const id = crypto.randomUUID();
+    await stub.deliver({
+      id, userId, templateId, templateGroup: "Custom Events", targets: [],
+      title: "Nightly build passed", content: "All tests passed on main.", icon: "",
+      actions: [{ label: "View", url: "http://localhost:8787/builds/1" }], createdAt: new Date().toISOString(),
+    }, INBOX_LIMITS);
+    await stub.holdForDigest({ notificationId: id, messageId: crypto.randomUUID() }, endsAt, {
+      user_id: userId, user_email: userId + "@bench.example.com", user_name: "", user_username: userId,
+    });
+  });
+  return Response.json({ held: users.length, ms: Date.now() - started });
+}
+async function digestsQueued({ templateId }, env) {
+  const row = await env.DB.prepare("SELECT count(*) AS n, min(created_at) AS first, max(created_at) AS last FROM notification_messages WHERE template_id = ?")
+    .bind(templateId).first();
+  return Response.json(row);
 }
 /**
  * count audit entries straight into D1 (audit.mjs), one a minute back from now, their actors taken in turn from

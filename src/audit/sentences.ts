@@ -116,6 +116,8 @@ export function describeEntry(entry: DescribedEntry): string {
       return `${actor} changed notification template ${entry.resourceId}`;
     case "update notification_preference":
       return `${actor} changed ${entry.resourceId === entry.userId ? "their" : `${entry.resourceId}'s`} notification preferences`;
+    case "update notification_schedule":
+      return `${actor} changed ${entry.resourceId === entry.userId ? "their" : `${entry.resourceId}'s`} quiet hours and digest`;
     case "create notification_broadcast":
       return `${actor} sent a broadcast${typeof d.recipients === "number" ? ` to ${d.recipients} ${d.recipients === 1 ? "person" : "people"}` : ""}`;
   }

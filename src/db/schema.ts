@@ -263,6 +263,23 @@ export const notificationMessages = sqliteTable(
 );
 
 /**
+ * A user's schedule for external copies (docs/schedule.md): time zone, quiet hours and digest. No row means the
+ * defaults (UTC, no quiet hours, no digest), so most users cost the enqueue's read nothing but an empty result.
+ */
+export const notificationSchedules = sqliteTable("notification_schedules", {
+  userId: text("user_id")
+    .primaryKey()
+    .references(() => users.id),
+  /** A canonical IANA name, as the runtime's Intl spells it. */
+  timezone: text("timezone").notNull(),
+  /** The ranges as the API gives them: `[{"days": ["mon", …], "start": "HH:MM", "end": "HH:MM"}]`. */
+  quietHours: text("quiet_hours", { mode: "json" }).$type<{ days: string[]; start: string; end: string }[]>().notNull(),
+  /** `off`, a duration such as `1h`, or `daily@HH:MM`. */
+  digest: text("digest").notNull(),
+  updatedAt: timestamp("updated_at").notNull(),
+});
+
+/**
  * One row per broadcast (docs/broadcasts.md). `recipients` is the audience counted by the POST until every shard of
  * the audience has been resolved; then it is what the shards planned. The content is stored once, here, never per
  * recipient.

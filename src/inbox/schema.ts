@@ -126,3 +126,39 @@ export const emailDecisions = sqliteTable(
   // Each decision deletes those past their 30 days: a range on this index, not a scan of the table.
   (t) => [index("email_decisions_decided").on(t.decidedAt)],
 );
+
+/**
+ * Digest windows (docs/schedule.md, "Digests"): at most one open at a time. The first held e-mail opens one; the alarm
+ * closes it at `ends_at`, recording the decision (which copies the digest lists, which it leaves out) before anything
+ * else happens, then hands it to the message log. `id` is the digest's own message id, so handing off twice finds it.
+ */
+export const digestWindows = sqliteTable(
+  "digest_windows",
+  {
+    id: text("id").primaryKey(),
+    /** Epoch ms. */
+    endsAt: integer("ends_at").notNull(),
+    /** Who the digest goes to, as the enqueue read them: `{"user_id", "user_email", "user_name", "user_username"}`. */
+    recipient: text("recipient", { mode: "json" }).$type<Record<string, string>>().notNull(),
+    /** The decision, once the window has closed: see DigestDecision in src/inbox/digests.ts. */
+    decision: text("decision", { mode: "json" }).$type<unknown>(),
+    /**
+     * When the alarm next has work on this window (epoch ms): its end while open, the next try to hand the decision
+     * to the message log once closed, null once handed off. The alarm's digest duty is due at the least of these.
+     */
+    handOffAt: integer("hand_off_at"),
+  },
+  (t) => [index("digest_windows_due").on(t.handOffAt).where(sql`${t.handOffAt} IS NOT NULL`), index("digest_windows_ends").on(t.endsAt)],
+);
+
+/** The e-mail copies held for a window (docs/schedule.md, "Digests"); one row per notification. */
+export const digestEntries = sqliteTable(
+  "digest_entries",
+  {
+    notificationId: text("notification_id").primaryKey(),
+    /** The e-mail copy's row in the message log. */
+    messageId: text("message_id").notNull(),
+    windowId: text("window_id").notNull(),
+  },
+  (t) => [index("digest_entries_window").on(t.windowId)],
+);

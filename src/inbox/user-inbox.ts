@@ -6,9 +6,11 @@ import { currentExpiries } from "../auth/keys";
 import { database } from "../db/client";
 import type { Env } from "../env";
 import { nowIso } from "../lib/crypto";
+import { handOffDigest } from "../schedule/digest";
 import { type AlarmDuty, SharedAlarm } from "./alarm";
 import { WatchConnections } from "./connections";
 import { InboxCounters } from "./counters";
+import { type DigestFate, type DigestHold, InboxDigests } from "./digests";
 import { decideEmail } from "./email-decisions";
 import { InboxMessages } from "./messages";
 import type { InboxDelivery, InboxLimits, InboxNotification, ListFilter } from "./model";
@@ -30,7 +32,7 @@ export type ItemResult = { notification: InboxNotification; unreadCount: number 
  * - the data (src/inbox/store.ts): rows, counters and numbered events, changed in transactions that commit together;
  * - the watch sockets (src/inbox/connections.ts): accepted with hibernation, replayed to, pushed to, closed;
  * - the alarm (src/inbox/alarm.ts), shared by its duties: waking snoozed items, closing sockets whose session ended,
- *   removing what retention lets go (src/inbox/retention.ts).
+ *   removing what retention lets go (src/inbox/retention.ts), ending digest windows (src/inbox/digests.ts).
  * Every method runs on the object's single thread with synchronous SQLite, so a change and the frames it pushes can
  * never interleave with another request (docs/inbox.md).
  */
@@ -40,6 +42,7 @@ export class UserInbox extends DurableObject<Env> {
   private readonly sockets: WatchConnections;
   private readonly retention: InboxRetention;
   private readonly alarms: SharedAlarm;
+  private readonly digests: InboxDigests;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -47,7 +50,8 @@ export class UserInbox extends DurableObject<Env> {
     this.store = new InboxStore(this.storage, new InboxCounters(this.storage));
     this.sockets = new WatchConnections(ctx);
     this.retention = new InboxRetention(this.storage, this.store);
-    this.alarms = new SharedAlarm(ctx.storage, [this.snoozeWakes, this.sessionExpiries, this.retentionSweeps]);
+    this.digests = new InboxDigests(this.storage);
+    this.alarms = new SharedAlarm(ctx.storage, [this.snoozeWakes, this.sessionExpiries, this.retentionSweeps, this.digestWindows]);
     void ctx.blockConcurrencyWhile(async () => {
       await migrate(this.storage.db, migrations);
     });
@@ -96,6 +100,17 @@ export class UserInbox extends DurableObject<Env> {
   };
 
   /**
+   * Digest windows end (docs/schedule.md, "Digests"): each is decided once, in a transaction, then handed to the
+   * message log; a hand-off that fails is tried again HAND_OFF_RETRY_MS later, never decided again.
+   */
+  private readonly digestWindows: AlarmDuty = {
+    nextDue: () => this.digests.nextDue(),
+    run: async (now) => {
+      await this.endDigests(now);
+    },
+  };
+
+  /**
    * Stores a notification and pushes it to matching watchers. Idempotent on the message id: a redelivery finds the
    * row, stores nothing and pushes nothing. `limits` are the deployment's INBOX_MAX_ITEMS and INBOX_RETENTION, which
    * the object keeps for its alarm; a delivery that takes the inbox past the cap schedules a sweep at once.
@@ -115,6 +130,39 @@ export class UserInbox extends DurableObject<Env> {
   /** Read-aware e-mail: whether the e-mail copy of notification `id` goes out now (src/inbox/email-decisions.ts). */
   emailDecision(id: string): { send: boolean } {
     return decideEmail(this.storage, this.store, id);
+  }
+
+  /**
+   * Holds an e-mail copy for the user's digest (docs/schedule.md, "Digests"): into the open window, or a new one ending
+   * at `endsAt` (the Worker computed it from the schedule). Answers the window, whose end the alarm now covers.
+   */
+  async holdForDigest(entry: DigestHold, endsAt: number, recipient: Record<string, string>): Promise<{ digestId: string; endsAt: number }> {
+    const held = this.digests.hold(entry, endsAt, recipient);
+    await this.alarms.rearm(Date.now());
+    return held;
+  }
+
+  /** What became of a held copy whose own send was re-driven (src/inbox/digests.ts, `release`). */
+  digestFate(notificationId: string): DigestFate {
+    return this.digests.release(notificationId);
+  }
+
+  /**
+   * Ends every digest window due at `now` and hands each decision to the message log, as the alarm does; given `now`,
+   * a test controls the clock. Returns the ids each hand-off put on the queue.
+   */
+  async endDigests(now: number): Promise<string[][]> {
+    const handed: string[][] = [];
+    for (const window of this.digests.closeDue(now)) {
+      try {
+        handed.push(await handOffDigest(this.env, window, now));
+        this.digests.handedOff(window.id, now);
+      } catch (error) {
+        console.error(`[herald] digest ${window.id} could not be handed off: ${error instanceof Error ? error.name : "error"}`);
+        this.digests.handOffFailed(window.id, now);
+      }
+    }
+    return handed;
   }
 
   list(filter: ListFilter, startingBefore: string | undefined, limit: number): ListResult {

@@ -4,7 +4,10 @@ import { type Database, database } from "../db/client";
 import { type DispatchMethod, type MessageRow, notificationMessages, notificationTemplates, type TemplateRow, users } from "../db/schema";
 import type { Env, NotificationQueueMessage } from "../env";
 import { userInbox } from "../inbox/address";
+import type { DigestFate } from "../inbox/digests";
 import { nowIso } from "../lib/crypto";
+import { DIGEST_TEMPLATE, renderDigest, settleHeld, settleListed } from "../schedule/digest";
+import { ScheduleMessages } from "../schedule/messages";
 import { sendToInbox } from "./channels/inbox";
 import { sendEmail } from "./channels/smtp";
 import { type Channel, DeliveryError } from "./channels/types";
@@ -13,7 +16,7 @@ import { renderTemplate } from "./render";
 import { unseal } from "./sealed";
 import { readPaused } from "./settings";
 import { moveMessages } from "./status";
-import { TEMPLATE_IDS } from "./templates";
+import { DIGEST_TEMPLATE_ID, TEMPLATE_IDS } from "./templates";
 
 const CHANNELS: Record<DispatchMethod, Channel> = { smtp: sendEmail, webhook: sendWebhook, inbox: sendToInbox };
 /**
@@ -176,14 +179,26 @@ export async function dispatchMessage(
     db.select().from(notificationTemplates).where(eq(notificationTemplates.id, message.templateId)),
     db.select({ name: users.name, username: users.username, email: users.email }).from(users).where(eq(users.id, message.userId)),
   ]);
-  const template = templates[0];
+  // A digest is written by code, not from a stored template (docs/schedule.md, "Digests").
+  const digest = message.templateId === DIGEST_TEMPLATE_ID;
+  const template = digest ? DIGEST_TEMPLATE : templates[0];
 
   const expiresAt = expiryOf(config, message);
   try {
     if (!template) throw new DeliveryError("the template no longer exists", false);
     if (expiresAt !== undefined && now >= expiresAt) throw new DeliveryError(PASSCODE_EXPIRED, false);
+    if (message.statusReason === ScheduleMessages.heldDigest) {
+      // Held for a digest and re-driven on its own: the window's decision, if it has one, stands.
+      const fate = await digestFate(env, message);
+      if (fate.fate !== "alone") {
+        await settleHeld(db, message.id, fate.fate, fate.digestId);
+        return fate.fate === "listed" ? "sent" : "skipped";
+      }
+    }
     if (message.sendIfUnread && !(await stillUnread(env, message))) {
-      await finish(db, message, { status: "skipped", statusReason: READ_BEFORE_DUE, sentAt: null });
+      // Held by quiet hours, it says so; otherwise it waited for its read-aware delay (docs/schedule.md, "Quiet hours").
+      const reason = message.statusReason === ScheduleMessages.heldQuiet ? ScheduleMessages.readDuringQuiet : READ_BEFORE_DUE;
+      await finish(db, message, { status: "skipped", statusReason: reason, sentAt: null });
       return "skipped";
     }
     const payload = await openPayload(config, message).catch(() => {
@@ -191,12 +206,14 @@ export async function dispatchMessage(
       throw new DeliveryError("sealed labels could not be opened (was SECRET_KEY changed?)", false);
     });
     const user = recipients[0] ?? { name: "", username: String(payload.user_username ?? ""), email: String(payload.user_email ?? "") };
-    const rendered = renderTemplate(template, {
-      user,
-      labels: payload.labels,
-      data: (payload.data as Record<string, unknown>) ?? {},
-      baseUrl: config.ACCESS_URL,
-    });
+    const rendered = digest
+      ? renderDigest(message, config.ACCESS_URL)
+      : renderTemplate(template, {
+          user,
+          labels: payload.labels,
+          data: (payload.data as Record<string, unknown>) ?? {},
+          baseUrl: config.ACCESS_URL,
+        });
     // A passcode's send stops when the code expires: it would arrive useless (the deadline is on the real clock).
     const deadline = Math.min(Date.now() + SEND_BUDGET_MS, expiresAt === undefined ? Number.POSITIVE_INFINITY : Date.now() + (expiresAt - now));
     keeper.start();
@@ -215,6 +232,7 @@ export async function dispatchMessage(
       await keeper.stop();
     }
     await finish(db, message, { status: "sent", statusReason: null, sentAt: nowIso() });
+    if (digest) await settleListed(db, message, { status: "sent", reason: null });
     return "sent";
   } catch (error) {
     // Another holder has the message now; whatever this one records would be about a send it no longer owns.
@@ -243,7 +261,17 @@ export async function dispatchMessage(
       ? `gave up after ${message.attempts} attempts over ${formatAge(age)} (NOTIFICATIONS_MAX_AGE): ${failure.message}`
       : failure.message;
     await finish(db, message, { status: "permanent_failure", statusReason: reason, sentAt: null });
+    if (digest) await settleListed(db, message, { status: "permanent_failure", reason });
     return "failed";
+  }
+}
+
+/** What the recipient's inbox object decided for a copy held for its digest (src/inbox/digests.ts, `release`). */
+async function digestFate(env: Env, message: MessageRow): Promise<DigestFate> {
+  try {
+    return await userInbox(env, message.userId).digestFate(message.notificationId);
+  } catch {
+    throw new DeliveryError("the inbox could not say what its digest decided", true);
   }
 }
 

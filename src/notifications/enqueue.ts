@@ -14,6 +14,10 @@ import {
 import type { Env } from "../env";
 import type { Background } from "../lib/background";
 import { nowIso, uuidv7 } from "../lib/crypto";
+import { holdForDigest, isHeldByQuietHours } from "../schedule/hold";
+import { ScheduleMessages } from "../schedule/messages";
+import { quietUntil } from "../schedule/model";
+import { scheduleOf, scheduleQuery } from "../schedule/store";
 import { deliverInboxNow, kickMessages } from "./dispatch";
 import { seal } from "./sealed";
 import { isPaused, pausedQuery } from "./settings";
@@ -108,8 +112,9 @@ export async function enqueueNotification(
       .from(notificationPreferences)
       .where(and(eq(notificationPreferences.userId, request.userId), eq(notificationPreferences.templateId, request.templateId))),
     pausedQuery(db),
+    scheduleQuery(db, request.userId),
   ]);
-  const [[templates, recipients, preferences, paused]] = await Promise.all([reads, admitted]);
+  const [[templates, recipients, preferences, paused, schedules]] = await Promise.all([reads, admitted]);
   const template = templates[0];
   const user = recipients[0];
   if (!template) throw new Error(`unknown notification template ${request.templateId}`);
@@ -128,27 +133,35 @@ export async function enqueueNotification(
   const now = nowIso(at);
   // v7 ids: the inbox and the re-drive order by (created_at, id), so ties within a millisecond keep creation order.
   const notificationId = uuidv7();
+  const schedule = scheduleOf(schedules[0]);
   const rows: MessageRow[] = methods.map((method) => {
     const readAware = isReadAware(method, template.emailWhenUnreadAfterMs, !template.externalOnly);
+    const dueAt = readAware ? at + template.emailWhenUnreadAfterMs : at;
+    const initial = initialState(config, method, disabled ? (preference ? "preference" : "default") : undefined);
+    // Quiet hours hold a non-mandatory e-mail that falls due inside a range until it ends (docs/schedule.md).
+    const quietEnd =
+      initial.status === "pending" && isHeldByQuietHours(method, template.mandatory, schedule) ? quietUntil(schedule, dueAt) : undefined;
     return {
       id: uuidv7(),
       notificationId,
       templateId: template.id,
       userId: user.id,
       method,
-      ...initialState(config, method, disabled ? (preference ? "preference" : "default") : undefined),
+      ...initial,
+      ...(quietEnd === undefined ? {} : { statusReason: ScheduleMessages.heldQuiet }),
       payload,
       targets: request.targets ?? [],
       createdBy: request.createdBy,
       attempts: 0,
-      nextRetryAfter: readAware ? nowIso(at + template.emailWhenUnreadAfterMs) : null,
+      nextRetryAfter: quietEnd !== undefined ? nowIso(quietEnd) : readAware ? nowIso(dueAt) : null,
       leasedUntil: null,
       createdAt: now,
       updatedAt: now,
       sentAt: null,
-      sendIfUnread: readAware,
+      sendIfUnread: readAware || (quietEnd !== undefined && !template.externalOnly),
     };
   });
+  if (schedule.digest.kind !== "off" && !template.mandatory) await holdForDigest(env, rows, schedule, user, at);
   await db.insert(notificationMessages).values(rows);
 
   const pending = rows.filter((r) => r.status === "pending");

@@ -16,15 +16,17 @@ export type InitialStatus = (typeof INITIAL_STATUSES)[number];
 /**
  * Every status a message may move to from each status; the finished ones (sent, failed for good, inhibited) go
  * nowhere. Why each edge exists:
- * - pending → leased: a consumer takes it; → sent: the inbox fast path records a direct delivery; → permanent_failure:
- *   the dead-letter queue gave up on it before any consumer could lease it;
+ * - pending → leased: a consumer takes it; → sent: the inbox fast path records a direct delivery, or a digest that named
+ *   an e-mail copy held for it was sent; → permanent_failure: the dead-letter queue gave up on it before any consumer
+ *   could lease it, or its digest failed; → skipped: a digest left it out, read before the window ended
+ *   (docs/schedule.md, "Digests");
  * - leased → sent / temporary_failure / permanent_failure: the holder records the outcome (or the cron finds the
  *   lease expired and makes it retryable);
  * - temporary_failure → leased: the retry is taken; → permanent_failure: the dead-letter queue gave up on it;
  * - leased → skipped: a read-aware e-mail fell due after its inbox copy was read or archived (docs/broadcasts.md).
  */
 export const DELIVERY_TRANSITIONS = {
-  pending: ["leased", "sent", "permanent_failure"],
+  pending: ["leased", "sent", "permanent_failure", "skipped"],
   leased: ["sent", "temporary_failure", "permanent_failure", "skipped"],
   temporary_failure: ["leased", "permanent_failure"],
   sent: [],

@@ -41,3 +41,11 @@ export const MANDATORY_TEMPLATE_IDS: readonly string[] = [
   TEMPLATE_IDS.siteRolesChanged,
   TEMPLATE_IDS.compromiseReported,
 ];
+
+/**
+ * The digest e-mail's template id in the message log (docs/schedule.md, "Digests"). The digest is written by Herald's
+ * code (src/schedule/digest.ts), not from a stored template, so no template row has this id and no preference can
+ * turn it off: a user who does not want digests turns them off in the schedule.
+ */
+export const DIGEST_TEMPLATE_ID = "5d0f7a8e-3c1b-4f2a-9e6d-8b7c6a5f4e3d";
+export const DIGEST_TEMPLATE_NAME = "Notification digest";

@@ -67,6 +67,7 @@ describe('docs/security.md, "The audit log": description', () => {
     ],
     [entry("update", "notification_template", { resourceId: "t1" }), "alice changed notification template t1"],
     [entry("update", "notification_preference", { resourceId: ALICE }), "alice changed their notification preferences"],
+    [entry("update", "notification_schedule", { resourceId: ALICE }), "alice changed their quiet hours and digest"],
     [entry("create", "notification_broadcast", { diff: { recipients: 3 } }), "alice sent a broadcast to 3 people"],
     [entry("frobnicate", "widget", { resourceId: "w1", userId: crypto.randomUUID(), actor: null }), "An unknown user did frobnicate on widget w1"],
   ];

@@ -238,4 +238,41 @@ describe.skipIf(Boolean(unavailable))("real Postfix and SpamAssassin (docs/email
     expect(signIn?.text).toContain("Chrome 131 on macOS");
     expect(signIn?.text).toMatch(/\/not-me#/);
   }, 120_000);
+
+  // docs/schedule.md, "Digests": the digest reads as mail, not spam, and its text part reads on its own. The window is
+  // one minute and ends on the user's inbox object's own alarm, as deployed.
+  it("a digest of unread notifications arrives once, multipart, and scores ≤ 1.0", async () => {
+    const login = await api("POST", "/users/login", { email: OWNER.email, password: OWNER.password });
+    const { session_token: token } = (await login.json()) as { session_token: string };
+    const schedule = { timezone: "Europe/Berlin", quiet_hours: [], digest: "1m" };
+    expect((await api("PUT", "/users/me/notifications/schedule", schedule, token)).status).toBe(200);
+    const before = postfix.delivered().length;
+    const items = [
+      { title: "Nightly build passed", message: "All 412 tests passed on main." },
+      { title: "Deploy finished", message: "Version **2.4.2** is live. See the [release notes](https://example.com/releases/2.4.2)." },
+      { title: "Weekly report ready", message: "Your team's weekly summary is ready to read." },
+    ];
+    for (const content of items) expect((await api("POST", "/notifications/custom", { content }, token)).status).toBe(204);
+    // The window's end, then the queue: up to two minutes of real time.
+    const deadline = Date.now() + 150_000;
+    while (postfix.delivered().length < before + 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
+    const raws = postfix.delivered().slice(before);
+    expect(raws).toHaveLength(1);
+    const raw = raws[0] ?? "";
+    const mail = await PostalMime.parse(raw);
+    expect(mail.subject).toBe("Your digest: 3 unread notifications");
+    expect(raw).toMatch(/Content-Type: multipart\/alternative/i);
+    for (const { title } of items) {
+      expect(mail.text).toContain(title);
+      expect(mail.html).toContain(title);
+    }
+    expect(mail.text).toContain(`Open your inbox: ${herald.url}/#/inbox`);
+    const score = spamassassin(simulateInternetHop(raw));
+    console.log(`| ${mail.subject} | ${score.score.toFixed(1)} | ${score.rules.map((r) => `${r.name} ${r.points}`).join(", ")} |`);
+    expect(score.score, score.rules.map((r) => `${r.name}=${r.points}`).join(" ")).toBeLessThanOrEqual(1.0);
+    // Nothing else follows: the held copies went out in the digest, not on their own.
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(postfix.delivered()).toHaveLength(before + 1);
+    expect((await api("PUT", "/users/me/notifications/schedule", { timezone: "UTC", quiet_hours: [], digest: "off" }, token)).status).toBe(200);
+  }, 240_000);
 });

@@ -60,8 +60,8 @@ describe("the transition table", () => {
     expect(sourcesOf("inhibited")).toEqual([]);
   });
 
-  it("skips only a leased read-aware e-mail: the decision is taken under the lease (docs/broadcasts.md)", () => {
-    expect(sourcesOf("skipped")).toEqual(["leased"]);
+  it("skips a leased read-aware e-mail (the decision is taken under the lease, docs/broadcasts.md), or a pending copy a digest left out (docs/schedule.md)", () => {
+    expect(sourcesOf("skipped")).toEqual(["pending", "leased"]);
     expect(exits("skipped")).toEqual([]);
   });
 });

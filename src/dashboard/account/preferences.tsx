@@ -4,6 +4,7 @@ import { ApiProblem, api, asProblem, call } from "../api";
 import type { Me } from "../session";
 import { useAction } from "../ui/action";
 import { Empty, Loading, Notice, Page, ProblemAlert } from "../ui/components";
+import { QuietHoursAndDigest } from "./schedule";
 import "./account.css";
 
 type Template = Awaited<ReturnType<typeof loadTemplates>>[number];
@@ -155,6 +156,7 @@ export function PreferencesPage(_props: { me: Me }) {
           </div>
         </form>
       )}
+      <QuietHoursAndDigest />
     </Page>
   );
 }

@@ -1,4 +1,6 @@
 import { useEffect, useRef, useState } from "preact/hooks";
+import { DIGEST_TEMPLATE_ID, DIGEST_TEMPLATE_NAME } from "../../notifications/templates";
+import { ScheduleMessages } from "../../schedule/messages";
 import { api, call } from "../api";
 import { isOwner, session } from "../session";
 import { useAction } from "../ui/action";
@@ -87,7 +89,11 @@ function MessageLog() {
   });
   const names = useAction(async () => {
     const [system, custom] = await Promise.all([call(api.notifications.templates.system.$get()), call(api.notifications.templates.custom.$get())]);
-    setTemplates([...system, ...custom].map((t) => ({ value: t.id, label: t.name })));
+    // The digest has no stored template (docs/schedule.md, "Digests"); its rows are named all the same.
+    setTemplates([
+      ...[...system, ...custom].map((t) => ({ value: t.id, label: t.name })),
+      { value: DIGEST_TEMPLATE_ID, label: DIGEST_TEMPLATE_NAME },
+    ]);
   });
 
   useEffect(() => {
@@ -192,7 +198,15 @@ function MessageLog() {
                     <td>
                       <Pill tone={status?.tone ?? "plain"}>{status?.label ?? m.status}</Pill>
                     </td>
-                    <td class="wrap">{m.status_reason || <span class="muted">—</span>}</td>
+                    <td class="wrap">
+                      {m.status_reason || <span class="muted">—</span>}
+                      {/* Held by quiet hours or a read-aware wait: until when. A copy held for a digest waits for its window (docs/schedule.md). */}
+                      {m.status === "pending" && m.next_retry_after && m.status_reason !== ScheduleMessages.heldDigest ? (
+                        <span class="muted stacked" data-testid="held-until">
+                          until <Time iso={m.next_retry_after} />
+                        </span>
+                      ) : null}
+                    </td>
                     <td class="optional">{m.attempts}</td>
                   </tr>
                 );

@@ -112,8 +112,10 @@ export function Warning({ title, testId, children }: { title: string; testId?: s
 
 /** The input attributes the dashboard's forms use. */
 interface InputProps {
-  type?: "text" | "email" | "password" | "search" | "number" | "datetime-local" | "date" | "url";
+  type?: "text" | "email" | "password" | "search" | "number" | "datetime-local" | "date" | "time" | "url";
   name?: string;
+  /** The id of a `<datalist>` of suggestions. */
+  list?: string;
   autocomplete?: string;
   required?: boolean;
   placeholder?: string;
