@@ -82,7 +82,7 @@ interface Frame {
   notification?: { title: string; template_id: string; actions: { label: string; url: string }[] };
 }
 
-/** A watch of the inbox over a real WebSocket, as any client opens it with a token (docs/api.md, "Watching the inbox"). */
+/** A watch of the inbox over a real WebSocket, opened with a token the way every client opens it (docs/api.md, "Watching the inbox"). */
 async function openWatch(token: string) {
   const url = `${herald.url.replace(/^http/, "ws")}/api/v2/notifications/inbox/watch?format=markdown`;
   const socket = new WebSocket(url, ["herald.v1", `herald.token.${token}`]);

@@ -15,6 +15,8 @@ import { bulk, deliver, inbox, list, TEMPLATE_A, TEMPLATE_B } from "./inbox-help
 
 /** The schema as 0000_inbox.sql left it, with the rows and the unread counter it kept (later migrations undone too). */
 const BACK_TO_0000 = [
+  "DROP TABLE digest_entries",
+  "DROP TABLE digest_windows",
   "DROP INDEX inbox_removable",
   "DROP TABLE inbox_removed",
   "DROP TABLE inbox_retention",
@@ -73,6 +75,8 @@ describe("an inbox from before item states", () => {
  * the journal rows after the first three removed.
  */
 const BACK_TO_0002 = [
+  "DROP TABLE digest_entries",
+  "DROP TABLE digest_windows",
   "DROP INDEX inbox_removable",
   "DROP TABLE inbox_removed",
   "DROP TABLE inbox_retention",
