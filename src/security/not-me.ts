@@ -3,15 +3,16 @@ import type { Context } from "hono";
 import { auditInsert } from "../audit/log";
 import { commitAccountChanges, reportCompromise } from "../auth/account-changes";
 import { requestPasscode } from "../auth/password-reset";
-import type { Database } from "../db/client";
+import { type Database, database } from "../db/client";
 import { type ApiKeyRow, notMeUses, users } from "../db/schema";
 import type { AppEnv } from "../http/types";
 import { nowIso } from "../lib/crypto";
 import { enqueueNotification } from "../notifications/enqueue";
 import { TEMPLATE_IDS } from "../notifications/templates";
+import { liveUsersWithRoles } from "../users/service";
 import { requestOrigin } from "./device";
 import { NOT_ME_LIFETIME_MS, type NotMeClaims } from "./not-me-token";
-import { describeDevice, describePlace, formatWhen, type NoticeEvent, ownersExcept, SECURITY_EVENTS } from "./notices";
+import { describeDevice, describePlace, formatWhen, type NoticeEvent, SECURITY_EVENTS } from "./notices";
 
 export interface NotMeOutcome {
   revoked_sessions: number;
@@ -66,7 +67,7 @@ export async function reportNotMe(c: Context<AppEnv>, db: Database, claims: NotM
     (async () => {
       // The passcode at once, through the same path as A5, within the same caps (it is an e-mail to the account).
       await requestPasscode(c.env, c.executionCtx, user.email);
-      const owners = await ownersExcept(c, user.id);
+      const owners = await liveUsersWithRoles(database(c.env.DB), ["owner"], [user.id]);
       await Promise.all(
         owners.map((owner) =>
           enqueueNotification(c.env, c.executionCtx, { userId: owner, templateId: TEMPLATE_IDS.compromiseReported, labels, createdBy: user.id }),

@@ -1,7 +1,7 @@
 import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
 import type { Context } from "hono";
 import { database } from "../db/client";
-import { userDevices, users } from "../db/schema";
+import { userDevices } from "../db/schema";
 import type { AppEnv } from "../http/types";
 import { nowIso } from "../lib/crypto";
 import { enqueueNotification } from "../notifications/enqueue";
@@ -147,15 +147,6 @@ export function noticeNewDevice(c: Context<AppEnv>, userId: string): void {
     console.error(`[herald] new-device check failed: ${error instanceof Error ? error.name : "error"}`);
   });
   c.executionCtx.waitUntil(work);
-}
-
-/** The live owners other than `except`: they hear of a reported compromise. */
-export async function ownersExcept(c: Context<AppEnv>, except: string): Promise<string[]> {
-  const rows = await database(c.env.DB)
-    .select({ id: users.id })
-    .from(users)
-    .where(and(eq(users.deleted, false), sql`${users.id} <> ${except}`, sql`EXISTS (SELECT 1 FROM json_each(${users.roles}) WHERE value = 'owner')`));
-  return rows.map((row) => row.id);
 }
 
 /** The recovery-code notice goes out from this many unused codes down (docs/security.md, "Security notices"). */

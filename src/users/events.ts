@@ -1,10 +1,10 @@
-import { and, eq, ne, sql } from "drizzle-orm";
 import type { Context } from "hono";
 import { database } from "../db/client";
-import { type UserRow, users } from "../db/schema";
+import type { UserRow } from "../db/schema";
 import type { AppEnv } from "../http/types";
 import { enqueueNotification } from "../notifications/enqueue";
 import { TEMPLATE_IDS } from "../notifications/templates";
+import { liveUsersWithRoles } from "./service";
 
 export type AccountEvent = "created" | "deleted" | "suspended" | "activated";
 
@@ -32,20 +32,10 @@ export function notifyAccountEvent(c: Context<AppEnv>, event: AccountEvent, acco
   const labels = { [label]: account.username, [label.replace(/_name$/, "_user_name")]: account.name, initiator: actor.username };
   const work = (async () => {
     const db = database(c.env.DB);
-    const admins = await db
-      .select({ id: users.id })
-      .from(users)
-      .where(
-        and(
-          eq(users.deleted, false),
-          ne(users.id, actor.id),
-          ne(users.id, account.id),
-          sql`EXISTS (SELECT 1 FROM json_each(${users.roles}) WHERE value IN ('owner', 'user-admin'))`,
-        ),
-      );
+    const admins = await liveUsersWithRoles(db, ["owner", "user-admin"], [actor.id, account.id]);
     const background = { waitUntil: (p: Promise<unknown>) => c.executionCtx.waitUntil(p) };
     await Promise.all(
-      admins.map((admin) => enqueueNotification(c.env, background, { userId: admin.id, templateId: template, labels, createdBy: actor.id })),
+      admins.map((admin) => enqueueNotification(c.env, background, { userId: admin, templateId: template, labels, createdBy: actor.id })),
     );
     const own = TO_USER[event];
     if (own) await enqueueNotification(c.env, background, { userId: account.id, templateId: own, labels, createdBy: actor.id });

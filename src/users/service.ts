@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, inArray, notInArray, sql } from "drizzle-orm";
 import type * as z from "zod";
 import { AuthMessages } from "../auth/messages";
 import { checkPasswordPolicy } from "../auth/passwords/policy";
@@ -52,6 +52,27 @@ export async function organizationIdsOf(db: Database, userIds: string[]): Promis
 
 export async function userResponse(db: Database, user: Omit<UserRow, "hashedPassword">): Promise<UserResponse> {
   return toUserResponse(user, (await organizationIdsOf(db, [user.id])).get(user.id) ?? []);
+}
+
+/**
+ * The ids of live users holding one of these site roles, leaving out `except` (the actor, the account concerned): who
+ * hears of account events and reported compromises (docs/api.md, "Account events").
+ */
+export async function liveUsersWithRoles(db: Database, roles: readonly string[], except: readonly string[]): Promise<string[]> {
+  const rows = await db
+    .select({ id: users.id })
+    .from(users)
+    .where(
+      and(
+        eq(users.deleted, false),
+        except.length > 0 ? notInArray(users.id, [...except]) : undefined,
+        sql`EXISTS (SELECT 1 FROM json_each(${users.roles}) WHERE value IN (${sql.join(
+          roles.map((role) => sql`${role}`),
+          sql`, `,
+        )}))`,
+      ),
+    );
+  return rows.map((row) => row.id);
 }
 
 /** The password policy (docs/security.md), as a 400 on every path that sets a password. */
