@@ -153,4 +153,36 @@ describe(`docs/security.md, "This wasn't me"`, () => {
     expect((await call("DELETE", `/users/${user.id}`, { token: admin.token })).status).toBe(200);
     await expectError(await report(token), 400, SecurityMessages.badNotMeLink);
   });
+  it("an account that signs in only through a provider: its tokens end, and no passcode is sent (it has no password)", async () => {
+    const admin = await owner();
+    const username = `sso-${crypto.randomUUID().slice(0, 8)}`;
+    const created = await call("POST", "/users", { token: admin.token, body: { email: `${username}@herald.test`, username, login_type: "oidc" } });
+    expect(created.status).toBe(201);
+    const { id } = await json<{ id: string }>(created);
+    const minted = await call("POST", `/users/${id}/keys/tokens`, { token: admin.token, body: { token_name: "ci" } });
+    const { key } = await json<{ key: string }>(minted);
+    const token = await signNotMeToken(getConfig(env).SECRET_KEY, {
+      userId: id,
+      eventId: crypto.randomUUID(),
+      event: "api_token_created",
+      at: Date.now(),
+      device: "",
+      place: "",
+    });
+    const res = await report(token);
+    expect(res.status).toBe(200);
+    expect(await json(res)).toEqual({ revoked_sessions: 0, revoked_tokens: 1 });
+    await expectError(await call("GET", "/users/me", { token: key }), 401);
+    // The owners are told after the passcode step, in the same follow-up: once their notice exists, a passcode would too.
+    await waitFor(async () => {
+      const row = await env.DB.prepare("SELECT 1 AS found FROM notification_messages WHERE user_id = ? AND template_id = ? AND payload LIKE ?")
+        .bind(admin.id, TEMPLATE_IDS.compromiseReported, `%${username}%`)
+        .first<{ found: number }>();
+      return row ?? undefined;
+    }, 10_000);
+    const passcodes = await env.DB.prepare("SELECT count(*) AS n FROM notification_messages WHERE user_id = ? AND template_id = ?")
+      .bind(id, TEMPLATE_IDS.oneTimePasscode)
+      .first<{ n: number }>();
+    expect(passcodes?.n).toBe(0);
+  });
 });
