@@ -326,6 +326,7 @@ async function externalCopies(
         templateId: template.id,
         userId: user.id,
         method,
+        destination: null,
         ...initialState(config, method, disabled ? (preference !== undefined ? "preference" : "default") : undefined),
         payload: messagePayload(template, user, { labels, targets: broadcast.targets }),
         targets: broadcast.targets,

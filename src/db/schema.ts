@@ -228,10 +228,13 @@ export const notificationPreferences = sqliteTable(
 
 export const MESSAGE_STATUSES = ["pending", "leased", "sent", "temporary_failure", "permanent_failure", "inhibited", "skipped"] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
-export const DISPATCH_METHODS = ["smtp", "webhook", "inbox"] as const;
+export const DISPATCH_METHODS = ["smtp", "webhook", "inbox", "push", "target"] as const;
 export type DispatchMethod = (typeof DISPATCH_METHODS)[number];
 
-/** The durable delivery log: one row per (notification, method). The queue only carries these ids. */
+/**
+ * The durable delivery log: one row per (notification, method), and for `push` and `target` one per subscription or
+ * target (`destination`). The queue only carries these ids.
+ */
 export const notificationMessages = sqliteTable(
   "notification_messages",
   {
@@ -241,6 +244,8 @@ export const notificationMessages = sqliteTable(
     templateId: text("template_id").notNull(),
     userId: text("user_id").notNull(),
     method: text("method", { enum: DISPATCH_METHODS }).notNull(),
+    /** The push subscription (`push`) or the user's own target (`target`) this copy goes to; null for the others. */
+    destination: text("destination"),
     status: text("status", { enum: MESSAGE_STATUSES }).notNull(),
     statusReason: text("status_reason"),
     /** The webhook `payload` shape of docs/api.md (Notification delivery); secret labels are sealed, never stored in clear. */
@@ -260,6 +265,76 @@ export const notificationMessages = sqliteTable(
     sendIfUnread: integer("send_if_unread", { mode: "boolean" }).notNull().default(false),
   },
   (t) => [index("messages_status_created").on(t.status, t.createdAt), index("messages_user").on(t.userId, t.createdAt)],
+);
+
+/**
+ * A browser's Web Push subscription (docs/push.md): where the push service takes messages for it, and the keys the
+ * payload is encrypted to (RFC 8291). At most 20 per user.
+ */
+export const pushSubscriptions = sqliteTable(
+  "push_subscriptions",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    name: text("name").notNull(),
+    /** The push service's URL for this browser: a capability, never shown whole (only its origin). */
+    endpoint: text("endpoint").notNull(),
+    /** The browser's P-256 public key and authentication secret, base64url, as the browser gave them. */
+    p256dh: text("p256dh").notNull(),
+    auth: text("auth").notNull(),
+    createdAt: timestamp("created_at").notNull(),
+  },
+  (t) => [index("push_subscriptions_user").on(t.userId), uniqueIndex("push_subscriptions_endpoint").on(t.userId, t.endpoint)],
+);
+
+export const TARGET_KINDS = ["webhook", "slack", "teams", "discord"] as const;
+export type TargetKind = (typeof TARGET_KINDS)[number];
+
+/**
+ * A channel the user owns (docs/targets.md): their own webhook, a Slack, Teams or Discord incoming webhook. The URL
+ * is itself a credential (whoever holds it can post), so it is sealed under SECRET_KEY like the webhook's signing
+ * secret; only its origin is ever shown. Receives notifications only once verified with the code sent to it.
+ */
+export const notificationTargets = sqliteTable(
+  "notification_targets",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    kind: text("kind", { enum: TARGET_KINDS }).notNull(),
+    name: text("name").notNull(),
+    urlSealed: text("url_sealed").notNull(),
+    urlOrigin: text("url_origin").notNull(),
+    /** `webhook` only: the Standard Webhooks signing secret, sealed (it must be read back to sign). */
+    secretSealed: text("secret_sealed"),
+    /** SHA-256 of the 6-digit verification code, bound to the target; null once verified. */
+    codeHash: text("code_hash"),
+    failedAttempts: integer("failed_attempts").notNull().default(0),
+    verifiedAt: timestamp("verified_at"),
+    createdAt: timestamp("created_at").notNull(),
+  },
+  (t) => [index("notification_targets_user").on(t.userId)],
+);
+
+/**
+ * Per template and channel switches (docs/channels.md, "Channel preferences"): `email`, `push` or `target:<id>`. No row
+ * means enabled; mandatory templates ignore them.
+ */
+export const channelPreferences = sqliteTable(
+  "channel_preferences",
+  {
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    templateId: text("template_id").notNull(),
+    channel: text("channel").notNull(),
+    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    updatedAt: timestamp("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.templateId, t.channel] })],
 );
 
 /**

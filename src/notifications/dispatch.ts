@@ -9,7 +9,9 @@ import { nowIso } from "../lib/crypto";
 import { DIGEST_TEMPLATE, renderDigest, settleHeld, settleListed } from "../schedule/digest";
 import { ScheduleMessages } from "../schedule/messages";
 import { sendToInbox } from "./channels/inbox";
+import { sendPush } from "./channels/push";
 import { sendEmail } from "./channels/smtp";
+import { sendTarget } from "./channels/target";
 import { type Channel, DeliveryError } from "./channels/types";
 import { sendWebhook } from "./channels/webhook";
 import { renderTemplate } from "./render";
@@ -18,7 +20,7 @@ import { readPaused } from "./settings";
 import { moveMessages } from "./status";
 import { DIGEST_TEMPLATE_ID, TEMPLATE_IDS } from "./templates";
 
-const CHANNELS: Record<DispatchMethod, Channel> = { smtp: sendEmail, webhook: sendWebhook, inbox: sendToInbox };
+const CHANNELS: Record<DispatchMethod, Channel> = { smtp: sendEmail, webhook: sendWebhook, inbox: sendToInbox, push: sendPush, target: sendTarget };
 /**
  * How long one send may take: inside the queue consumer's 15-minute wall-clock limit, and long enough for RFC 5321's
  * 10-minute wait for the final reply to DATA (docs/email.md).

@@ -147,6 +147,7 @@ export async function enqueueNotification(
       templateId: template.id,
       userId: user.id,
       method,
+      destination: null,
       ...initial,
       ...(quietEnd === undefined ? {} : { statusReason: ScheduleMessages.heldQuiet }),
       payload,

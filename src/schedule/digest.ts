@@ -56,6 +56,7 @@ function digestRow(window: ClosedWindow, now: number): MessageRow {
     templateId: DIGEST_TEMPLATE_ID,
     userId: window.recipient.user_id ?? "",
     method: "smtp",
+    destination: null,
     status: "pending",
     statusReason: null,
     payload: {
