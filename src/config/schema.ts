@@ -140,6 +140,19 @@ export const configSchema = z
           .map((o) => o.trim().replace(/\/$/, ""))
           .filter((o) => o !== ""),
       ),
+    /**
+     * For tests only (docs/targets.md, "Outbound safety"): when set, these origins (http allowed) replace every
+     * built-in list of where push endpoints and the user's own targets may point.
+     */
+    OUTBOUND_ALLOWED_ORIGINS: z
+      .string()
+      .default("")
+      .transform((v) =>
+        v
+          .split(",")
+          .map((o) => o.trim().replace(/\/$/, ""))
+          .filter((o) => o !== ""),
+      ),
     NOTIFICATIONS_METHOD: z.enum(["smtp", "webhook"]).default("smtp"),
     /**
      * How long a message keeps being retried after temporary failures before it fails for good: Postfix's
