@@ -25,6 +25,7 @@ import { notificationRoutes } from "./notifications/routes";
 import { describeRoute } from "./openapi/describe";
 import { OpenApiDocumentSchema } from "./openapi/schemas";
 import { passkeyRoutes } from "./passkeys/routes";
+import { privacyRoutes } from "./privacy/routes";
 import { scheduleRoutes } from "./schedule/routes";
 import { securityRoutes } from "./security/routes";
 import { keyRoutes } from "./users/keys";
@@ -48,6 +49,7 @@ const api = new Hono<AppEnv>()
   .route("/", preferenceRoutes)
   .route("/", scheduleRoutes)
   .route("/", auditRoutes)
+  .route("/", privacyRoutes)
   .route("/", userRoutes);
 
 // The inbox holds watch sockets that a revoked credential opened: it subscribes, so auth imports no feature.

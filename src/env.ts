@@ -45,6 +45,7 @@ export interface Env {
   TOKEN_MAX_PER_USER?: string;
   INBOX_RETENTION?: string;
   INBOX_MAX_ITEMS?: string;
+  DATA_JURISDICTION?: string;
   EMBED_SIGNING_KEYS?: string;
   STEP_UP_MAX_AGE?: string;
   MFA_REQUIRED_ROLES?: string;

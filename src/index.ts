@@ -4,8 +4,10 @@ import { BROADCAST_DEAD_LETTER_QUEUE, BROADCAST_QUEUE, broadcastHousekeeping } f
 import { handleBroadcastQueue } from "./broadcasts/queue";
 import { database } from "./db/client";
 import type { BroadcastQueueMessage, Env, NotificationQueueMessage } from "./env";
+import { assertInboxJurisdiction } from "./inbox/jurisdiction";
 import { handleQueue, handleScheduled } from "./notifications/background";
 import { purgeExpiredPasskeyChallenges } from "./passkeys/challenges";
+import { finishErasures } from "./privacy/erasure";
 import { purgeUsedNotMeLinks } from "./security/not-me";
 import { backfillSearchKeys } from "./users/search";
 
@@ -24,19 +26,26 @@ function isNotificationBatch(batch: AnyBatch): batch is MessageBatch<Notificatio
 
 export default {
   fetch: app.fetch,
+  // The consumers and the cron reach inbox objects too: they refuse to run, as requests do, while DATA_JURISDICTION is
+  // not where the inboxes live (src/inbox/jurisdiction.ts); the queue then retries the batch.
   queue: async (batch, env, ctx) => {
+    await assertInboxJurisdiction(env);
     if (isBroadcastBatch(batch)) await handleBroadcastQueue(batch, env);
     else if (isNotificationBatch(batch)) await handleQueue(batch, env, ctx);
   },
   scheduled: (_controller, env, ctx) =>
     ctx.waitUntil(
-      Promise.all([
-        handleScheduled(env),
-        broadcastHousekeeping(env),
-        backfillSearchKeys(database(env.DB)),
-        purgeExpiredMfaChallenges(database(env.DB)),
-        purgeExpiredPasskeyChallenges(database(env.DB)),
-        purgeUsedNotMeLinks(database(env.DB)),
-      ]),
+      (async () => {
+        await assertInboxJurisdiction(env);
+        await Promise.all([
+          handleScheduled(env),
+          broadcastHousekeeping(env),
+          backfillSearchKeys(database(env.DB)),
+          purgeExpiredMfaChallenges(database(env.DB)),
+          purgeExpiredPasskeyChallenges(database(env.DB)),
+          purgeUsedNotMeLinks(database(env.DB)),
+          finishErasures(env),
+        ]);
+      })(),
     ),
 } satisfies ExportedHandler<Env, NotificationQueueMessage | BroadcastQueueMessage>;

@@ -65,6 +65,8 @@ export function describeEntry(entry: DescribedEntry): string {
       return `${actor} created user ${quote(text(d.username) ?? entry.target ?? entry.resourceId)}`;
     case "delete user":
       return `${actor} deleted user ${quote(text(d.username) ?? entry.target ?? entry.resourceId)}`;
+    case "export user":
+      return `${actor} exported ${whose} data`;
     case "update_roles user": {
       const roles = newValue(d.roles);
       const list = Array.isArray(roles) ? (roles.length > 0 ? roles.join(", ") : "none") : undefined;

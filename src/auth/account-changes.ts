@@ -1,7 +1,7 @@
 import { and, eq, ne, type SQL, sql } from "drizzle-orm";
 import type { BatchItem, BatchResponse } from "drizzle-orm/batch";
 import type { Database } from "../db/client";
-import { apiKeys, notMeUses, organizationMembers, type UserRow, userDevices, userLinks, users } from "../db/schema";
+import { apiKeys, notMeUses, organizationMembers, type UserRow, userDevices, userErasures, userLinks, users } from "../db/schema";
 import type { Env } from "../env";
 import type { Background } from "../lib/background";
 import { nowIso } from "../lib/crypto";
@@ -30,18 +30,52 @@ export interface ChangeContext {
   readonly executionCtx: Background;
 }
 
-/** Soft delete: the row stays for the audit trail; every key, passkey, membership and external link goes with the account. */
-export function deleteAccount(db: Database, userId: string): AccountChange {
+/** What an erased account is called from then on: unique, and naming no one. */
+export const erasedUsername = (userId: string) => `deleted-${userId}`;
+
+/**
+ * The row of a deleted account keeps only what other rows refer to it by (docs/privacy.md, "Erasure"): its id, that
+ * it is deleted, and its dates. Its e-mail, username and name are replaced, so nothing names or reaches the person and
+ * the e-mail can sign up again; its password hash and roles are dropped.
+ */
+export function scrubAccount(db: Database, userId: string, updatedAt: string) {
+  return db
+    .update(users)
+    .set({
+      deleted: true,
+      email: "",
+      username: erasedUsername(userId),
+      name: "",
+      searchName: "",
+      searchEmail: "",
+      hashedPassword: null,
+      loginType: "none",
+      roles: [],
+      lastSeenAt: null,
+      passwordResetRequired: false,
+      updatedAt,
+    })
+    .where(eq(users.id, userId));
+}
+
+/**
+ * Deletion (docs/privacy.md, "Erasure"): at once, the row is scrubbed (`scrubAccount`) and every key, factor,
+ * membership and external link goes with the account; the erasure of everything else is recorded in the same batch,
+ * so it is finished even if the request dies right after (src/privacy/erasure.ts runs its steps, and the cron any
+ * that did not finish).
+ */
+export function deleteAccount(db: Database, userId: string, now = nowIso()): AccountChange {
   return {
     userId,
     ends: "all-credentials",
     statements: [
-      db.update(users).set({ deleted: true, updatedAt: nowIso() }).where(eq(users.id, userId)),
+      scrubAccount(db, userId, now),
       db.delete(organizationMembers).where(eq(organizationMembers.userId, userId)),
       // Its external identities are free again: the same person may sign up or be linked anew.
       db.delete(userLinks).where(eq(userLinks.userId, userId)),
       // Its second factors too: an authenticator app's secret is not kept for an account that is gone.
       ...removeAllFactors(db, userId),
+      db.insert(userErasures).values({ userId, step: "inbox", requestedAt: now, updatedAt: now }).onConflictDoNothing(),
       db.delete(apiKeys).where(eq(apiKeys.userId, userId)),
     ],
   };

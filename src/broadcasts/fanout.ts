@@ -185,7 +185,8 @@ export async function deliverSteps(
     db
       .select({ id: users.id, email: users.email, name: users.name, username: users.username })
       .from(users)
-      .where(sql`${users.id} IN (SELECT value FROM json_each(${userIds}))`),
+      // A recipient deleted since the audience was planned receives nothing (docs/privacy.md, "Erasure").
+      .where(and(sql`${users.id} IN (SELECT value FROM json_each(${userIds}))`, eq(users.deleted, false))),
     db
       .select({ userId: notificationPreferences.userId, disabled: notificationPreferences.disabled })
       .from(notificationPreferences)
@@ -208,8 +209,10 @@ export async function deliverSteps(
     steps.map(async (step) => {
       const broadcast = byId.get(step.deliver);
       if (!broadcast) return undefined;
-      const itemIds = new Map(await Promise.all(step.userIds.map(async (userId) => [userId, await inboxItemId(broadcast.id, userId)] as const)));
-      const delivered = await deliverItems(env, broadcast, template, config, itemIds, run);
+      const live = step.userIds.filter((userId) => people.has(userId));
+      const itemIds = new Map(await Promise.all(live.map(async (userId) => [userId, await inboxItemId(broadcast.id, userId)] as const)));
+      // Those deleted meanwhile count as delivered: there is no one left to deliver to, and the progress must converge.
+      const delivered = (await deliverItems(env, broadcast, template, config, itemIds, run)) + (step.userIds.length - live.length);
       const copies = await externalCopies(config, broadcast, template, itemIds, people, disabledBy);
       return { step, broadcast, delivered, copies };
     }),

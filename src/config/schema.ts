@@ -102,6 +102,13 @@ export const configSchema = z
     INBOX_RETENTION: duration("365d"),
     /** How many items one inbox holds before its oldest read or archived ones give way (docs/inbox.md, "Retention"). */
     INBOX_MAX_ITEMS: z.coerce.number().int().min(1).max(10_000_000).default(100_000),
+    /**
+     * The Durable Objects jurisdiction every inbox object is created in (docs/deployment.md, "Where data lives"); empty:
+     * none, each object where its first request lands. Fixed for the life of a deployment: an object's id depends on it.
+     */
+    DATA_JURISDICTION: z
+      .enum(["", "eu", "us", "fedramp", "fedramp-high"], { message: "must be empty or one of eu, us, fedramp, fedramp-high" })
+      .default(""),
     /** Keys that sign embed tokens (docs/embed.md, "Signed embed tokens"); empty: no embed token is accepted. */
     EMBED_SIGNING_KEYS: embedSigningKeys,
     /**

@@ -594,6 +594,27 @@ export const mfaChallenges = sqliteTable(
   (t) => [index("mfa_challenges_user").on(t.userId), index("mfa_challenges_expiry").on(t.expiresAt)],
 );
 
+/**
+ * A deleted account whose data is still being erased (docs/privacy.md, "Erasure"): the request that deletes it
+ * erases what it can at once, then each step runs in order, and a step that failed halfway is run again by the cron
+ * until the last one removes the row. `step` is the next step to run.
+ */
+export const userErasures = sqliteTable(
+  "user_erasures",
+  {
+    userId: text("user_id")
+      .primaryKey()
+      .references(() => users.id),
+    step: text("step", { enum: ["inbox", "messages", "records", "audit", "settle"] }).notNull(),
+    requestedAt: timestamp("requested_at").notNull(),
+    /** When a step last ran (or failed): the cron leaves a row alone for a minute after it, so two runs rarely overlap. */
+    updatedAt: timestamp("updated_at").notNull(),
+    /** How many times a step has failed: for the operator, in the log line of each failure. */
+    failures: integer("failures").notNull().default(0),
+  },
+  (t) => [index("user_erasures_updated").on(t.updatedAt)],
+);
+
 export type UserRow = typeof users.$inferSelect;
 export type TemplateRow = typeof notificationTemplates.$inferSelect;
 export type MessageRow = typeof notificationMessages.$inferSelect;

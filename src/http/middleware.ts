@@ -1,6 +1,7 @@
 import type { Context, ErrorHandler, MiddlewareHandler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ConfigError, getConfig } from "../config/config";
+import { assertInboxJurisdiction } from "../inbox/jurisdiction";
 import { ApiError, Messages } from "./errors";
 import frameHeaders from "./frame-headers.json";
 import { logRefusal } from "./security-log";
@@ -46,7 +47,8 @@ export function writableHeaders(c: Context<AppEnv>): Headers {
  *   across services) is kept only when it looks like an id; anything else is replaced by a fresh UUID, so no client
  *   text of its choosing reaches the audit log.
  * - **The configuration**, loaded (and on the first request validated); a bad one fails loudly through the error
- *   handler.
+ *   handler, as does a DATA_JURISDICTION that is not where the deployment's inboxes live (src/inbox/jurisdiction.ts:
+ *   one D1 batch on an isolate's first request, then nothing).
  * - **https only** when the public address is https (docs/security.md, V4.1 and V12.2): a request that reached that
  *   host over plain http is refused rather than served, since credentials and answers would cross the network in
  *   clear. A browser asking for a page is sent to https with a 308; an API call gets a 403 it cannot mistake for
@@ -63,11 +65,13 @@ export const requestFrame: MiddlewareHandler<AppEnv> = async (c, next) => {
   try {
     const config = getConfig(c.env);
     c.set("config", config);
+    const checking = assertInboxJurisdiction(c.env);
+    if (checking) await checking;
     const refused = config.secure && c.req.url.startsWith("http:") ? refuseHttp(c, config.origin, api) : undefined;
     if (refused) c.res = refused;
     else await next();
   } catch (error) {
-    // Only the configuration and the https refusal can throw here: a handler's error is answered inside `next`.
+    // Only the configuration, the jurisdiction and the https refusal throw here: a handler's error is answered inside `next`.
     c.res = await handleError(error instanceof Error ? error : new Error(String(error)), c);
   }
   const headers = writableHeaders(c);

@@ -99,6 +99,12 @@ export class InboxStore {
     this.events = new EventLog(storage, counters);
   }
 
+  /** Everything memory kept of the rows (the last page, the counters): the storage was erased under it. */
+  forget(): void {
+    this.lastPage = undefined;
+    this.counters.forget();
+  }
+
   /**
    * A transaction: the only way the inbox's rows change. It drops the kept page before the work, and a failure also
    * drops the in-memory counters (SQLite rolled back; memory must not lie).

@@ -12,6 +12,7 @@ import { WatchConnections } from "./connections";
 import { InboxCounters } from "./counters";
 import { type DigestFate, type DigestHold, InboxDigests } from "./digests";
 import { decideEmail } from "./email-decisions";
+import { type ExportPage, exportPage, type InboxSectionKey } from "./export";
 import { InboxMessages } from "./messages";
 import type { InboxDelivery, InboxLimits, InboxNotification, ListFilter } from "./model";
 import { toInboxNotification } from "./model";
@@ -32,7 +33,8 @@ export type ItemResult = { notification: InboxNotification; unreadCount: number 
  * - the data (src/inbox/store.ts): rows, counters and numbered events, changed in transactions that commit together;
  * - the watch sockets (src/inbox/connections.ts): accepted with hibernation, replayed to, pushed to, closed;
  * - the alarm (src/inbox/alarm.ts), shared by its duties: waking snoozed items, closing sockets whose session ended,
- *   removing what retention lets go (src/inbox/retention.ts), ending digest windows (src/inbox/digests.ts).
+ *   removing what retention lets go (src/inbox/retention.ts), ending digest windows (src/inbox/digests.ts);
+ * - the user's export and erasure (src/inbox/export.ts, `erase` below; docs/privacy.md).
  * Every method runs on the object's single thread with synchronous SQLite, so a change and the frames it pushes can
  * never interleave with another request (docs/inbox.md).
  */
@@ -236,6 +238,25 @@ export class UserInbox extends DurableObject<Env> {
     const swept = this.retention.sweep(now, limits);
     this.sockets.push(swept.sequenced);
     return { removed: swept.removed, more: swept.more };
+  }
+
+  /** One page of a section of the user's export, after the rowid `after` (docs/privacy.md, "The export"). */
+  exportPage(key: InboxSectionKey, after: number): ExportPage {
+    return exportPage(this.storage, key, after);
+  }
+
+  /**
+   * The user's erasure (docs/privacy.md, "Erasure"): every watch socket closed, the alarm deleted, every row the object
+   * stores deleted (`deleteAll`) and what memory kept of them forgotten. The empty schema is then laid down again, so a
+   * late caller (a delivery that was already on its way) finds an empty inbox rather than missing tables; the erasure's
+   * last step erases again once nothing can still be on its way. Running it twice is the same as once.
+   */
+  async erase(): Promise<void> {
+    this.sockets.end();
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.store.forget();
+    await migrate(this.storage.db, migrations);
   }
 
   /** Wakes every item whose snooze is due at `now` (epoch ms); returns how many woke. */

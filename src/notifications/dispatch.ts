@@ -179,8 +179,18 @@ export async function dispatchMessage(
 
   const [templates, recipients] = await db.batch([
     db.select().from(notificationTemplates).where(eq(notificationTemplates.id, message.templateId)),
-    db.select({ name: users.name, username: users.username, email: users.email }).from(users).where(eq(users.id, message.userId)),
+    db
+      .select({ name: users.name, username: users.username, email: users.email, deleted: users.deleted })
+      .from(users)
+      .where(eq(users.id, message.userId)),
   ]);
+  // A deleted account receives nothing, and keeps nothing: a copy that was on its way when it was deleted goes, unsent
+  // (docs/privacy.md, "Erasure").
+  if (recipients[0]?.deleted) {
+    await keeper.stop();
+    await db.delete(notificationMessages).where(eq(notificationMessages.id, id));
+    return "skipped";
+  }
   // A digest is written by code, not from a stored template (docs/schedule.md, "Digests").
   const digest = message.templateId === DIGEST_TEMPLATE_ID;
   const template = digest ? DIGEST_TEMPLATE : templates[0];

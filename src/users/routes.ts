@@ -18,6 +18,7 @@ import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
 import { nowIso } from "../lib/crypto";
 import { describeRoute, type Errors, errors, NO_BODY, noPermission, RATE, USER_404 } from "../openapi/describe";
+import { runErasure } from "../privacy/erasure";
 import { sendSecurityNotice } from "../security/notices";
 import { notifyAccountEvent } from "./events";
 import { UserMessages } from "./messages";
@@ -271,7 +272,7 @@ export const userRoutes = new Hono<AppEnv>()
     "/users/:user",
     describeRoute({
       operationId: "deleteUser",
-      summary: "Delete a user (soft delete; every key dies with it)",
+      summary: "Delete a user: every credential ends at once, and everything Herald holds about them is erased",
       tags: ["Users"],
       access: "user-admin",
       scope: "user:delete",
@@ -287,13 +288,16 @@ export const userRoutes = new Hono<AppEnv>()
       if (user.id === c.get("auth").user.id) throw forbidden(UserMessages.cannotDeleteSelf);
       assertMayManage(c, user);
       const db = dbFor(c, "write");
+      // The entry names the account by its id only: its name is erased with it (docs/privacy.md, "Erasure").
       await commitAccountChanges(
         c,
         db,
         [deleteAccount(db, user.id)],
-        [auditInsert(db, c, { action: "delete", resourceType: "user", resourceId: user.id, diff: { username: user.username } })],
+        [auditInsert(db, c, { action: "delete", resourceType: "user", resourceId: user.id })],
       );
       notifyAccountEvent(c, "deleted", user);
+      // The rest of the erasure, after the answer; what does not finish here, the cron finishes.
+      c.executionCtx.waitUntil(runErasure(c.env, user.id).catch(() => undefined));
       return c.json({ message: UserMessages.deleted }, 200);
     },
   )
