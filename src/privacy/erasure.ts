@@ -1,5 +1,5 @@
 import { and, asc, eq, lte, ne, or, type SQL, sql } from "drizzle-orm";
-import type { BatchItem } from "drizzle-orm/batch";
+import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { scrubAccount } from "../auth/account-changes";
 import { type Database, database } from "../db/client";
 import { userErasures } from "../db/schema";
@@ -49,15 +49,19 @@ async function deleteMessages(db: Database, userId: string): Promise<void> {
   }
 }
 
-/** The catalogue's rows that go with the account, and the account row scrubbed, in one batch (one transaction). */
-async function deleteRecords(db: Database, userId: string): Promise<void> {
-  const statements: BatchItem<"sqlite">[] = [scrubAccount(db, userId, nowIso())];
+const dialect = new SQLiteAsyncDialect();
+
+/**
+ * The catalogue's rows that go with the account, and the account row scrubbed, in one batch (one transaction). Sent
+ * as D1's own statements: drizzle's batch cannot carry raw SQL with parameters.
+ */
+async function deleteRecords(env: Env, db: Database, userId: string): Promise<void> {
+  const queries = [scrubAccount(db, userId, nowIso()).toSQL()];
   for (const section of D1_SECTIONS) {
     if (!("delete" in section.erasure)) continue;
-    for (const part of section.parts) statements.push(db.run(sql`DELETE FROM ${sql.raw(section.table)} WHERE ${part(userId)}`));
+    for (const part of section.parts) queries.push(dialect.sqlToQuery(sql`DELETE FROM ${sql.raw(section.table)} WHERE ${part(userId)}`));
   }
-  const [first, ...rest] = statements;
-  if (first) await db.batch([first, ...rest]);
+  await env.DB.batch(queries.map((query) => env.DB.prepare(query.sql).bind(...query.params)));
 }
 
 const PERSONAL_PATHS = sql.raw(AUDIT_PERSONAL_KEYS.map((key) => `'$.${key}'`).join(", "));
@@ -95,7 +99,7 @@ async function eraseInbox(env: Env, userId: string): Promise<void> {
 const STEPS: Record<ErasureStep, (env: Env, db: Database, userId: string) => Promise<void>> = {
   inbox: (env, _db, userId) => eraseInbox(env, userId),
   messages: (_env, db, userId) => deleteMessages(db, userId),
-  records: (_env, db, userId) => deleteRecords(db, userId),
+  records: (env, db, userId) => deleteRecords(env, db, userId),
   audit: (_env, db, userId) => scrubAuditLog(db, userId),
   settle: async (env, db, userId) => {
     await eraseInbox(env, userId);
