@@ -354,7 +354,8 @@ function labelsOf(broadcast: BroadcastRow): Record<string, string> {
 /**
  * The message-log rows of a consumer batch's copies (up to 1,000) in one statement: the rows travel as one JSON
  * parameter (D1 binds at most 100), and a row whose derived id is already there (a redelivered batch) is left as it
- * is, whatever became of it since. The SELECT lists every column in the table's order, as INSERT … SELECT needs.
+ * is, whatever became of it since. The SELECT lists every column in the schema's order, as drizzle's INSERT … SELECT
+ * names them (`destination` is null: a broadcast's copies go by the deployment's method, not to a subscription or target).
  */
 function insertCopies(db: Database, rows: MessageRow[]) {
   const json = JSON.stringify(
@@ -378,7 +379,7 @@ function insertCopies(db: Database, rows: MessageRow[]) {
   return db
     .insert(notificationMessages)
     .select(
-      sql`SELECT value ->> 'id', value ->> 'notification_id', value ->> 'template_id', value ->> 'user_id', value ->> 'method',
+      sql`SELECT value ->> 'id', value ->> 'notification_id', value ->> 'template_id', value ->> 'user_id', value ->> 'method', NULL,
         value ->> 'status', value ->> 'status_reason', value -> 'payload', value -> 'targets', value ->> 'created_by', 0,
         value ->> 'next_retry_after', NULL, value ->> 'created_at', value ->> 'created_at', NULL, value ->> 'send_if_unread'
         FROM json_each(${json}) WHERE true`,

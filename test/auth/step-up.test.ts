@@ -55,6 +55,7 @@ describe('the routes that need a recent sign-in (docs/second-factor.md, "Step-up
         "DELETE /api/v2/users/{user}/mfa",
         "DELETE /api/v2/users/{user}/mfa/totp",
         "DELETE /api/v2/users/{user}/passkeys/{id}",
+        "GET /api/v2/users/{user}/export",
         "POST /api/v2/users/{user}/keys/tokens",
         "POST /api/v2/users/{user}/mfa/recovery-codes",
         "POST /api/v2/users/{user}/mfa/totp",

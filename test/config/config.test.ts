@@ -25,6 +25,7 @@ describe("configuration (docs/configuration.md): invalid settings fail loudly, n
     ["a maximum age that is no duration", { NOTIFICATIONS_MAX_AGE: "forever" }, /NOTIFICATIONS_MAX_AGE/],
     ["a step-up age that is no duration", { STEP_UP_MAX_AGE: "a while" }, /STEP_UP_MAX_AGE/],
     ["a second-factor role that is no site role", { MFA_REQUIRED_ROLES: "owner,wizard" }, /MFA_REQUIRED_ROLES/],
+    ["a jurisdiction Durable Objects do not have", { DATA_JURISDICTION: "mars" }, /DATA_JURISDICTION/],
     ["an embed signing key without an id", { EMBED_SIGNING_KEYS: "0123456789abcdefghijklmnopqrstuvwxyz" }, /EMBED_SIGNING_KEYS/],
     ["an embed signing key with a short secret", { EMBED_SIGNING_KEYS: "k1:short" }, /EMBED_SIGNING_KEYS/],
     ["an embed key id with a dot", { EMBED_SIGNING_KEYS: "k.1:0123456789abcdefghijklmnopqrstuvwxyz" }, /EMBED_SIGNING_KEYS/],
