@@ -132,6 +132,33 @@ describe('retention by age (docs/inbox.md, "Retention")', () => {
   }, 60_000);
 });
 
+describe('retention on a clock the test moves (docs/inbox.md, "Retention")', () => {
+  it("items read today go once the clock passes INBOX_RETENTION, unread ones stay; the counts equal a full listing; a resume from before replays the removal", async () => {
+    const user = await createUser();
+    const made = [];
+    for (let i = 0; i < 5; i++) made.push(await deliver(user.id, { createdAt: new Date().toISOString() }));
+    const [a, b, c, d, unread] = made.map((n) => n.id) as [string, string, string, string, string];
+    expect((await bulk(user.token, { action: "read", ids: [a, b, c] })).status).toBe(200);
+    expect((await setArchived(user.token, d, true)).status).toBe(200);
+    const before = await counts(user.token);
+
+    // Today, and a day short of the retention: nothing is old enough.
+    expect(await inbox(user.id).sweep(Date.now(), LIMITS)).toEqual({ removed: 0, more: false });
+    expect(await inbox(user.id).sweep(Date.now() + LIMITS.retentionMs - DAY, LIMITS)).toEqual({ removed: 0, more: false });
+    // A day past it: every read or archived item goes, in one event; the unread one stays however old it is.
+    expect(await inbox(user.id).sweep(Date.now() + LIMITS.retentionMs + DAY, LIMITS)).toEqual({ removed: 4, more: false });
+    expect(await inbox(user.id).sweep(Date.now() + 10 * LIMITS.retentionMs, LIMITS)).toEqual({ removed: 0, more: false });
+
+    const { listed, counted } = await expectExact(user);
+    expect(idsOf(listed.notifications)).toEqual([unread]);
+    expect(counted).toMatchObject({ total: 1, unread: 1, archived: 0, seq: before.seq + 1 });
+    const resumed = await watch(`?sync=true&after_seq=${before.seq}`, auth(user));
+    const [removal] = await framesUntil(resumed, before.seq + 1);
+    expect(removalOf(removal)).toEqual({ ids: [a, b, c, d], removed: true });
+    resumed.ws.close();
+  });
+});
+
 describe('retention by count (docs/inbox.md, "Retention")', () => {
   it("past INBOX_MAX_ITEMS the oldest read or archived items give way, scheduled by the delivery that went past it", async () => {
     const user = await createUser();
