@@ -130,6 +130,17 @@ export async function call<R extends ClientResponse<unknown, number, "json" | "t
   request: Promise<R>,
   options: { quiet401?: boolean } = {},
 ): Promise<SuccessBody<R>> {
+  const res = await answerOf(request, options);
+  if (res.status === 204) return undefined as SuccessBody<R>;
+  const type = res.headers.get("Content-Type") ?? "";
+  return (type.includes("json") ? await res.json() : await res.text()) as SuccessBody<R>;
+}
+
+/** Awaits a typed call and returns the answer unread (a file to save), refusals thrown as `call` throws them. */
+export async function answerOf<R extends ClientResponse<unknown, number, "json" | "text" | "body">>(
+  request: Promise<R>,
+  options: { quiet401?: boolean } = {},
+): Promise<R> {
   let res: R;
   try {
     res = await request;
@@ -142,7 +153,5 @@ export async function call<R extends ClientResponse<unknown, number, "json" | "t
     if (problem.refusal === "second-factor") for (const listener of factorRequiredListeners) listener();
     throw problem;
   }
-  if (res.status === 204) return undefined as SuccessBody<R>;
-  const type = res.headers.get("Content-Type") ?? "";
-  return (type.includes("json") ? await res.json() : await res.text()) as SuccessBody<R>;
+  return res;
 }

@@ -255,6 +255,11 @@ describe("every endpoint over real HTTP", () => {
     const ida = createHeraldClient({ baseUrl: herald.url, token: session });
     expect(await (await ida.users[":user"].$get({ param: { user: "me" } })).json()).toMatchObject({ username: "ida", login_type: "oidc" });
 
+    // The temporary user's data, exported by the owner as one document (docs/privacy.md, "The export").
+    const exported = await owner.users[":user"].export.$get({ param: { user: temp.id } });
+    expect(exported.status).toBe(200);
+    expect(JSON.parse(await exported.text())).toMatchObject({ user_id: temp.id, account: { username: "temp" } });
+
     // Logout and delete.
     expect((await ida.users.logout.$post()).status).toBe(200);
     expect((await owner.users[":user"].$delete({ param: { user: temp.id } })).status).toBe(200);

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import type { Me } from "../session";
 import { Page, Time } from "../ui/components";
+import { DataSection } from "./data";
 import { loginTypeName } from "./labels";
 import { PasswordSection } from "./password";
 import { SecuritySection } from "./security";
@@ -18,6 +19,7 @@ export function AccountPage({ me }: { me: Me }) {
       <SecuritySection />
       <SessionsSection version={version} />
       <TokensSection version={version} />
+      <DataSection />
     </Page>
   );
 }
