@@ -167,7 +167,10 @@ function referenceModules() {
  * of a template it holds. For the audit log figure (audit.mjs): `POST /seed-audit` inserts entries straight into D1.
  * For the digest figure (digests.mjs): `POST /hold-digests` delivers one unread item into each of many inbox objects
  * and holds its e-mail copy for a digest window ending at a given time; `POST /digests-queued` counts the digest
- * rows the windows' ends have written to the message log.
+ * rows the windows' ends have written to the message log. For the privacy figure (privacy.mjs): `POST /sweep-pages`
+ * runs retention's sweep on one inbox object page by page through its `sweep` RPC, timing each call, and
+ * `POST /rpc-baseline` times the same number of `counts` calls, the price of the round trip alone; `POST /export-pages`
+ * reads every page of one section of an inbox's export through its `exportPage` RPC and drops it.
  */
 const HELPER_WORKER = `
 // The limits every producer hands the inbox with a delivery: wrangler.toml's INBOX_MAX_ITEMS and INBOX_RETENTION
@@ -225,6 +228,12 @@ export default {
         return holdDigests(await request.json(), env);
       case "/digests-queued":
         return digestsQueued(await request.json(), env);
+      case "/sweep-pages":
+        return sweepPages(await request.json(), env);
+      case "/rpc-baseline":
+        return rpcBaseline(await request.json(), env);
+      case "/export-pages":
+        return exportPages(await request.json(), env);
     }
     return new Response("not found", { status: 404 });
   },
@@ -302,6 +311,48 @@ async function holdDigests({ prefix, from, count, parallel, endsAt, templateId }
     });
   });
   return Response.json({ held: users.length, ms: Date.now() - started });
+}
+/**
+ * Retention's sweep of one inbox at now under limits, a page per sweep RPC until a page comes back not full: each call's
+ * duration as this Worker sees it (the clock moves across the await), which is the object's step plus one round trip.
+ */
+async function sweepPages({ userId, now, limits, maxPages = 10000 }, env) {
+  const stub = env.USER_INBOX.get(env.USER_INBOX.idFromName(userId));
+  const durations = [];
+  let removed = 0;
+  for (let page = 0; page < maxPages; page++) {
+    const started = Date.now();
+    const r = await stub.sweep(now, limits);
+    durations.push(Date.now() - started);
+    removed += r.removed;
+    if (!r.more) break;
+  }
+  return Response.json({ removed, durations });
+}
+/** Every page of one section of an inbox's export through the exportPage RPC, read and dropped: the object's side alone. */
+async function exportPages({ userId, key }, env) {
+  const stub = env.USER_INBOX.get(env.USER_INBOX.idFromName(userId));
+  const started = Date.now();
+  let rows = 0;
+  let chars = 0;
+  for (let after = 0; after !== null; ) {
+    const page = await stub.exportPage(key, after);
+    rows += page.rows;
+    chars += page.json.length;
+    after = page.next;
+  }
+  return Response.json({ rows, chars, ms: Date.now() - started });
+}
+/** n counts() calls to one inbox object, each timed as sweepPages times a sweep: the round trip's own price. */
+async function rpcBaseline({ userId, n }, env) {
+  const stub = env.USER_INBOX.get(env.USER_INBOX.idFromName(userId));
+  const durations = [];
+  for (let i = 0; i < n; i++) {
+    const started = Date.now();
+    await stub.counts();
+    durations.push(Date.now() - started);
+  }
+  return Response.json({ durations });
 }
 async function digestsQueued({ templateId }, env) {
   const row = await env.DB.prepare("SELECT count(*) AS n, min(created_at) AS first, max(created_at) AS last FROM notification_messages WHERE template_id = ?")

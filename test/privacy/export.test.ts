@@ -4,11 +4,11 @@ import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { Messages } from "../../src/http/errors";
-import { INBOX_EXCLUDED, INBOX_SECTIONS } from "../../src/inbox/export";
+import { EXPORT_PAGE_ROWS, INBOX_EXCLUDED, INBOX_SECTIONS } from "../../src/inbox/export";
 import type { UserInbox } from "../../src/inbox/user-inbox";
 import { D1_EXCLUDED, D1_SECTIONS, type D1Section } from "../../src/privacy/catalogue";
 import { type Columns, exportedColumns, exportValue, isWithheld } from "../../src/privacy/columns";
-import { EXPORT_FORMAT } from "../../src/privacy/export";
+import { EXPORT_FORMAT, exportDocument, exportStream } from "../../src/privacy/export";
 import { PrivacyMessages } from "../../src/privacy/messages";
 import { call, createUser, expectError, json, owner } from "../helpers";
 import { inbox } from "../inbox/inbox-helpers";
@@ -188,6 +188,57 @@ describe('docs/privacy.md, "The export": a user with every kind of data', () => 
     const byOwner = await json<ExportDoc>(res);
     expect(byOwner.inbox.notifications).toEqual(exported.inbox.notifications);
     expect(byOwner.account).toEqual(exported.account);
+  });
+});
+
+describe('docs/privacy.md, "The export": written as it is read', () => {
+  it("reads the inbox a page at a time, and the next page only once the client has taken what came before", async () => {
+    const asked: number[] = [];
+    // The user's inbox object as the export reaches it, with each page it is asked for written down.
+    const counting = new Proxy(env.USER_INBOX, {
+      get(target, property) {
+        if (property === "get") {
+          return (id: DurableObjectId) => {
+            const stub = target.get(id);
+            return new Proxy(stub, {
+              get(s, name) {
+                if (name === "exportPage") {
+                  return (key: "notifications", after: number) => {
+                    if (key === "notifications") asked.push(after);
+                    return s.exportPage(key, after);
+                  };
+                }
+                const value = Reflect.get(s, name);
+                return typeof value === "function" ? value.bind(s) : value;
+              },
+            });
+          };
+        }
+        const value = Reflect.get(target, property);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const stream = exportStream(exportDocument({ ...env, USER_INBOX: counting }, db(), user.id));
+    const reader = stream.getReader();
+    let text = "";
+    // Up to the first page of notifications: the items section has begun, and nothing more has been read for it.
+    while (!text.includes('"notifications":[{')) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    expect(asked).toEqual([0]);
+    await reader.read();
+    expect(asked.length).toBeLessThanOrEqual(2);
+    await reader.cancel();
+    // Read whole: each page once, in order, the last one short (the fixture's inbox holds more than one page).
+    asked.length = 0;
+    const whole = await new Response(exportStream(exportDocument({ ...env, USER_INBOX: counting }, db(), user.id))).text();
+    const items = (JSON.parse(whole) as ExportDoc).inbox.notifications ?? [];
+    expect(items).toEqual(exported.inbox.notifications);
+    expect(items.length).toBeGreaterThan(EXPORT_PAGE_ROWS);
+    expect(asked).toHaveLength(Math.floor(items.length / EXPORT_PAGE_ROWS) + 1);
+    expect(asked[0]).toBe(0);
   });
 });
 
