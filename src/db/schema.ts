@@ -21,7 +21,10 @@ export const users = sqliteTable(
     roles: text("roles", { mode: "json" }).$type<string[]>().notNull().default(sql`'[]'`),
     /** Service accounts: no password sign-in, no custom notifications (docs/authorization.md). */
     isSystem: integer("is_system", { mode: "boolean" }).notNull().default(false),
-    /** Soft delete keeps audit history meaningful; deleted users' names and e-mails can be reused. */
+    /**
+     * A deleted account's row stays for what refers to it, its e-mail, username and name replaced (docs/privacy.md,
+     * "Erasure"); they can be used again at once.
+     */
     deleted: integer("deleted", { mode: "boolean" }).notNull().default(false),
     createdAt: timestamp("created_at").notNull(),
     updatedAt: timestamp("updated_at").notNull(),

@@ -10,7 +10,7 @@ function fileNameOf(res: { headers: Headers }): string {
 }
 
 /**
- * Account → Your data (docs/dashboard.md, "Account"): everything Herald stores about the person, as the one JSON file
+ * Account → Your data (docs/dashboard.md, "Pages"): everything Herald stores about the person, as the one JSON file
  * `GET /users/me/export` writes (docs/privacy.md, "The export"). It may ask them to confirm it is them first.
  */
 export function DataSection() {
