@@ -74,7 +74,7 @@ export const INBOX_SECTIONS = [
       id: text,
       ends_at: integer,
       recipient: json(z.record(z.string(), z.string())),
-      decision: json(undefined, true),
+      decision: json(z.record(z.string(), z.unknown()), true),
       hand_off_at: integerOrNull,
     },
   },

@@ -35,10 +35,10 @@ const SECRET = "a secret, or what checks one: never shown";
 const DERIVED = "a copy of other fields, derived for searching";
 
 /** Audit entries whose resource is the user: those some other user (or no one: a refused sign-in) wrote about them. */
-export const AUDIT_ABOUT_USER = (userId: string) =>
+const AUDIT_ABOUT_USER = (userId: string) =>
   sql`resource_type IN ('user', 'notification_preference', 'notification_schedule') AND resource_id = ${userId} AND (user_id IS NULL OR user_id <> ${userId})`;
 /** Audit entries about a token or a passkey of the user, written by someone else: they name the owner in `diff`. */
-export const AUDIT_ABOUT_USER_KEYS = (userId: string) =>
+const AUDIT_ABOUT_USER_KEYS = (userId: string) =>
   sql`action IN ('create', 'delete') AND resource_type IN ('api_key', 'passkey') AND json_extract(diff, '$.owner') = ${userId} AND (user_id IS NULL OR user_id <> ${userId})`;
 
 /**
@@ -470,5 +470,3 @@ export const D1_EXCLUDED: Readonly<Record<string, string>> = {
   broadcast_batches: "a broadcast's delivery counts",
   d1_migrations: "which schema migrations ran",
 };
-
-export type D1SectionKey = (typeof D1_SECTIONS)[number]["key"];

@@ -5,7 +5,7 @@ import * as z from "zod";
  * own name unless `as` renames it, or withheld, with the reason. Every column of every table is one or the other, so
  * a column added later without a decision fails test/privacy/export.test.ts.
  */
-export type ColumnKind = "text" | "integer" | "boolean" | "json";
+type ColumnKind = "text" | "integer" | "boolean" | "json";
 
 export interface ExportedColumn {
   kind: ColumnKind;

@@ -11,7 +11,7 @@ import { call, json, owner } from "../helpers";
 import { deliver, inbox, setArchived, setRead, snooze } from "../inbox/inbox-helpers";
 import { addPasskey, creationOptions, SoftAuthenticator } from "../passkeys/authenticator";
 
-export const CHROME_MAC = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+const CHROME_MAC = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
 
 /** A user with every kind of data Herald keeps, and every secret the test handed Herald or Herald handed back. */
 export interface FullUser {
