@@ -296,8 +296,10 @@ export const userRoutes = new Hono<AppEnv>()
         [auditInsert(db, c, { action: "delete", resourceType: "user", resourceId: user.id })],
       );
       notifyAccountEvent(c, "deleted", user);
-      // The rest of the erasure, after the answer; what does not finish here, the cron finishes.
-      c.executionCtx.waitUntil(runErasure(c.env, user.id).catch(() => undefined));
+      // The rest of the erasure before the answer, so that a 200 means it is done but for its last step, which waits
+      // for what may still be on its way (docs/privacy.md, "The steps"). A step that fails is left to the cron: the
+      // deletion itself has happened, and is answered as such.
+      await runErasure(c.env, user.id).catch(() => undefined);
       return c.json({ message: UserMessages.deleted }, 200);
     },
   )
