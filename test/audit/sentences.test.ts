@@ -35,6 +35,10 @@ describe('docs/security.md, "The audit log": description', () => {
     [entry("signup", "user", { resourceId: ALICE, diff: { login_type: "oidc" } }), "alice signed up with OpenID Connect"],
     [entry("create", "user", { diff: { username: "bob" } }), 'alice created user "bob"'],
     [entry("delete", "user", { diff: { username: "bob" } }), 'alice deleted user "bob"'],
+    // Since erasure the entry names no one (docs/privacy.md, "Erasure"): the account's row answers for it.
+    [entry("delete", "user", { target: `deleted-${BOB}` }), `alice deleted user "deleted-${BOB}"`],
+    [entry("export", "user"), "alice exported bob's data"],
+    [entry("export", "user", { resourceId: ALICE, target: "alice" }), "alice exported their data"],
     [entry("update_roles", "user", { diff: { roles: { old: [], new: ["auditor"] } } }), "alice changed bob's site roles to auditor"],
     [entry("suspend", "user"), "alice suspended bob"],
     [entry("activate", "user"), "alice activated bob"],
