@@ -453,7 +453,7 @@ export const D1_SECTIONS = [
   {
     key: "erasure",
     table: "user_erasures",
-    description: "An erasure in progress (only ever for a deleted account).",
+    description: "An erasure in progress: only a deleted account has one, and a deleted account is no longer exported, so null.",
     single: true,
     parts: [own()],
     order: ["user_id"],
