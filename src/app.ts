@@ -26,6 +26,7 @@ import { describeRoute } from "./openapi/describe";
 import { OpenApiDocumentSchema } from "./openapi/schemas";
 import { passkeyRoutes } from "./passkeys/routes";
 import { scheduleRoutes } from "./schedule/routes";
+import { targetRoutes } from "./targets/routes";
 import { securityRoutes } from "./security/routes";
 import { keyRoutes } from "./users/keys";
 import { reserveUsernames } from "./users/reserved";
@@ -47,6 +48,7 @@ const api = new Hono<AppEnv>()
   .route("/", broadcastRoutes)
   .route("/", preferenceRoutes)
   .route("/", scheduleRoutes)
+  .route("/", targetRoutes)
   .route("/", auditRoutes)
   .route("/", userRoutes);
 

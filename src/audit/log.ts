@@ -1,6 +1,8 @@
+import type { SQL } from "drizzle-orm";
 import type { Context } from "hono";
 import type { Database } from "../db/client";
-import { auditLogs } from "../db/schema";
+import { insertWhere } from "../db/insert-where";
+import { type AuditLogInsert, auditLogs } from "../db/schema";
 import type { AppEnv } from "../http/types";
 import { nowIso } from "../lib/crypto";
 import { USER_AGENT_MAX } from "../security/device";
@@ -25,7 +27,19 @@ export interface AuditEvent {
  * either both commit or neither does.
  */
 export function auditInsert(db: Database, c: Context<AppEnv>, event: AuditEvent) {
-  return db.insert(auditLogs).values({
+  return db.insert(auditLogs).values(auditRow(c, event));
+}
+
+/**
+ * The audit insert of a change that may not happen: written only if `condition` holds when it runs, in the same
+ * `db.batch()` as the change (a target created only within its user's cap, docs/targets.md).
+ */
+export function auditInsertWhere(db: Database, c: Context<AppEnv>, event: AuditEvent, condition: SQL) {
+  return insertWhere(db, auditLogs, auditRow(c, event), condition);
+}
+
+function auditRow(c: Context<AppEnv>, event: AuditEvent): Required<AuditLogInsert> {
+  return {
     id: crypto.randomUUID(),
     time: nowIso(),
     userId: event.userId !== undefined ? event.userId : (c.get("auth")?.user.id ?? null),
@@ -37,7 +51,7 @@ export function auditInsert(db: Database, c: Context<AppEnv>, event: AuditEvent)
     requestId: c.get("requestId") ?? "",
     userAgent: (c.req.header("User-Agent") ?? "").slice(0, USER_AGENT_MAX),
     statusCode: event.statusCode ?? 200,
-  });
+  };
 }
 
 /** The client address Cloudflare reports; local runs have none. */

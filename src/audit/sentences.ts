@@ -27,6 +27,12 @@ function newValue(value: unknown): unknown {
 /** "2 sessions", "1 API token"; undefined for what is not a count. */
 const count = (value: unknown, noun: string) => (typeof value === "number" ? `${value} ${noun}${value === 1 ? "" : "s"}` : undefined);
 
+const TARGET_KINDS: Record<string, string> = {
+  webhook: "a webhook",
+  slack: "a Slack channel",
+  teams: "a Microsoft Teams channel",
+  discord: "a Discord channel",
+};
 const LOGIN_TYPES: Record<string, string> = { password: "a password", oidc: "OpenID Connect", github: "GitHub", none: "no sign-in" };
 const loginType = (value: unknown) => LOGIN_TYPES[String(value)] ?? String(value);
 const FACTORS: Record<string, string> = {
@@ -118,6 +124,16 @@ export function describeEntry(entry: DescribedEntry): string {
       return `${actor} changed ${entry.resourceId === entry.userId ? "their" : `${entry.resourceId}'s`} notification preferences`;
     case "update notification_schedule":
       return `${actor} changed ${entry.resourceId === entry.userId ? "their" : `${entry.resourceId}'s`} quiet hours and digest`;
+    case "create notification_target":
+      return `${actor} added ${TARGET_KINDS[String(d.kind)] ?? "a notification target"} ${quote(text(d.name) ?? entry.resourceId)}`;
+    case "verify notification_target":
+      return `${actor} verified notification target ${quote(text(d.name) ?? entry.resourceId)}`;
+    case "verify_failed notification_target":
+      return `${actor} entered an incorrect code for notification target ${quote(text(d.name) ?? entry.resourceId)}`;
+    case "delete notification_target":
+      return d.reason === "too many incorrect codes"
+        ? `Notification target ${quote(text(d.name) ?? entry.resourceId)} of ${entry.actor ?? "an unknown user"} was removed after too many incorrect codes`
+        : `${actor} removed notification target ${quote(text(d.name) ?? entry.resourceId)}`;
     case "create notification_broadcast":
       return `${actor} sent a broadcast${typeof d.recipients === "number" ? ` to ${d.recipients} ${d.recipients === 1 ? "person" : "people"}` : ""}`;
   }

@@ -8,6 +8,7 @@ import type { DigestFate } from "../inbox/digests";
 import { nowIso } from "../lib/crypto";
 import { DIGEST_TEMPLATE, renderDigest, settleHeld, settleListed } from "../schedule/digest";
 import { ScheduleMessages } from "../schedule/messages";
+import { TARGET_VERIFICATION_TEMPLATE } from "../targets/template";
 import { sendToInbox } from "./channels/inbox";
 import { sendPush } from "./channels/push";
 import { sendEmail } from "./channels/smtp";
@@ -18,7 +19,7 @@ import { renderTemplate } from "./render";
 import { unseal } from "./sealed";
 import { readPaused } from "./settings";
 import { moveMessages } from "./status";
-import { DIGEST_TEMPLATE_ID, TEMPLATE_IDS } from "./templates";
+import { DIGEST_TEMPLATE_ID, TARGET_VERIFICATION_TEMPLATE_ID, TEMPLATE_IDS } from "./templates";
 
 const CHANNELS: Record<DispatchMethod, Channel> = { smtp: sendEmail, webhook: sendWebhook, inbox: sendToInbox, push: sendPush, target: sendTarget };
 /**
@@ -181,9 +182,10 @@ export async function dispatchMessage(
     db.select().from(notificationTemplates).where(eq(notificationTemplates.id, message.templateId)),
     db.select({ name: users.name, username: users.username, email: users.email }).from(users).where(eq(users.id, message.userId)),
   ]);
-  // A digest is written by code, not from a stored template (docs/schedule.md, "Digests").
+  // A digest and a target's verification are written by code, not from a stored template (docs/schedule.md,
+  // "Digests"; docs/targets.md, "Verification").
   const digest = message.templateId === DIGEST_TEMPLATE_ID;
-  const template = digest ? DIGEST_TEMPLATE : templates[0];
+  const template = digest ? DIGEST_TEMPLATE : message.templateId === TARGET_VERIFICATION_TEMPLATE_ID ? TARGET_VERIFICATION_TEMPLATE : templates[0];
 
   const expiresAt = expiryOf(config, message);
   try {

@@ -23,6 +23,7 @@ type Tag =
   | "Inbox"
   | "Notifications"
   | "Notification preferences"
+  | "Notification targets"
   | "Broadcasts"
   | "Audit";
 

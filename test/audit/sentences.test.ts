@@ -69,6 +69,14 @@ describe('docs/security.md, "The audit log": description', () => {
     [entry("update", "notification_preference", { resourceId: ALICE }), "alice changed their notification preferences"],
     [entry("update", "notification_schedule", { resourceId: ALICE }), "alice changed their quiet hours and digest"],
     [entry("create", "notification_broadcast", { diff: { recipients: 3 } }), "alice sent a broadcast to 3 people"],
+    [entry("create", "notification_target", { diff: { kind: "slack", name: "Ops" } }), 'alice added a Slack channel "Ops"'],
+    [entry("verify", "notification_target", { diff: { kind: "slack", name: "Ops" } }), 'alice verified notification target "Ops"'],
+    [entry("verify_failed", "notification_target", { diff: { name: "Ops" } }), 'alice entered an incorrect code for notification target "Ops"'],
+    [entry("delete", "notification_target", { diff: { name: "Ops" } }), 'alice removed notification target "Ops"'],
+    [
+      entry("delete", "notification_target", { diff: { name: "Ops", reason: "too many incorrect codes" } }),
+      'Notification target "Ops" of alice was removed after too many incorrect codes',
+    ],
     [entry("frobnicate", "widget", { resourceId: "w1", userId: crypto.randomUUID(), actor: null }), "An unknown user did frobnicate on widget w1"],
   ];
   it.each(cases.map(([given, expected]) => [expected, given] as const))("%s", (expected, given) => {
