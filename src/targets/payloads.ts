@@ -166,24 +166,36 @@ export function teamsPayload(content: TargetContent): Record<string, unknown> {
 /** Discord's embed limits: a title, a description, and all of an embed's text together. */
 export const DISCORD_LIMITS = { title: 256, description: 4096, embedTotal: 6000, links: 5 } as const;
 
-/** A backslash before every ASCII punctuation character: Discord's Markdown then shows each as it is. */
+/** The characters Discord's Markdown reads anywhere: emphasis, code, spoilers, quotes, masked links, mentions. */
+const DISCORD_INLINE = /[\\`*_~|<>[\]]/g;
+/** What starts a heading, a list or a quote, at the start of a line. */
+const DISCORD_LINE_START = /^([ \t]*)([#>+-]|\d+\.)/gm;
+/** Bare web addresses stay as they are, so Discord still links them (an escape inside one would end up in the link). */
+const BARE_URL = /(https?:\/\/[^\s<>]+)/;
+
+/** `text` with a backslash before everything Discord's Markdown would read, so it shows as written. */
 export function escapeDiscord(text: string): string {
-  return text.replace(/[\\`*_~|>#[\]()<:@!.+-]/g, (ch) => `\\${ch}`);
+  return text
+    .split(BARE_URL)
+    .map((part, i) => (i % 2 === 1 ? part : part.replace(DISCORD_INLINE, (ch) => `\\${ch}`)))
+    .join("")
+    .replace(DISCORD_LINE_START, (_, indent: string, marker: string) => `${indent}\\${marker}`);
 }
 
 /** `text` escaped and cut to `max`, "…" included, never between a backslash and what it escapes. */
 function clipDiscord(text: string, max: number): string {
-  let out = "";
-  for (const ch of text) {
-    const next = escapeDiscord(ch);
-    if (out.length + next.length > max - ELLIPSIS.length) return `${out}${ELLIPSIS}`;
-    out += next;
-  }
-  return out;
+  const escaped = escapeDiscord(text);
+  if (escaped.length <= max) return escaped;
+  let end = max - ELLIPSIS.length;
+  // An odd run of backslashes before the cut: the last one escapes what was cut off.
+  let slashes = 0;
+  while (slashes < end && escaped[end - 1 - slashes] === "\\") slashes += 1;
+  if (slashes % 2 === 1) end -= 1;
+  return clip(`${escaped.slice(0, end)}${ELLIPSIS}`, max);
 }
 
 /** A masked link's URL may hold no space or parenthesis: they end it early. */
-const discordUrl = (url: string) => url.replace(/[ ()]/g, (ch) => encodeURIComponent(ch).replace("(", "%28").replace(")", "%29"));
+const discordUrl = (url: string) => url.replace(/[ ()]/g, (ch) => (ch === " " ? "%20" : ch === "(" ? "%28" : "%29"));
 
 export function discordPayload(content: TargetContent): Record<string, unknown> {
   const title = content.title.trim();

@@ -1,6 +1,6 @@
 // Real protocol peers for the notification-delivery tests: an SMTP server and a webhook receiver, both on 127.0.0.1;
-// and for external sign-in, a real OpenID Provider (oidc.ts) and a GitHub OAuth stand-in (github.ts), each on its own
-// 127.0.0.1 port.
+// for external sign-in, a real OpenID Provider (oidc.ts) and a GitHub OAuth stand-in (github.ts); and the Slack, Teams,
+// Discord and webhook stand-ins of users' own targets (targets.ts), each on its own 127.0.0.1 port.
 // This module runs in Node (vitest globalSetup), not in workerd: the Worker under test reaches the peers over real
 // TCP, exactly as it would reach a smarthost or a webhook endpoint in production. Tests read what the peers received,
 // script their answers and take the SMTP server down through a small JSON control API on the webhook port
@@ -11,6 +11,7 @@ import type { TestProject } from "vitest/node";
 import { type GithubAccount, type GithubEmail, GithubPeer, type GithubScriptedError } from "./github";
 import { type OidcAccount, OidcPeer, type OidcScriptedError } from "./oidc";
 import { type LabEmail, type LabProfile, LabServer, SmtpLab } from "./smtp-lab";
+import { TargetStandIns } from "./targets";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -24,6 +25,8 @@ declare module "vitest" {
     githubWebUrl: string;
     /** "api.github.com" of the GitHub stand-in (/user, /user/emails): http://127.0.0.1:<port>/api. */
     githubApiUrl: string;
+    /** Origin of the Slack, Teams, Discord and webhook stand-ins of users' own targets (test/peers/targets.ts). */
+    targetsOrigin: string;
   }
 }
 
@@ -62,6 +65,7 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
   const smtpPort = await smtp.start();
   const oidc = await OidcPeer.start(HOST);
   const github = await GithubPeer.start(HOST);
+  const targets = await TargetStandIns.start(HOST);
 
   const http = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
@@ -150,9 +154,10 @@ export default async function setup({ provide }: TestProject): Promise<() => Pro
   provide("oidcIssuer", oidc.issuer);
   provide("githubWebUrl", github.webUrl);
   provide("githubApiUrl", github.apiUrl);
+  provide("targetsOrigin", targets.origin);
 
   return async () => {
-    await Promise.all([smtp.stop(), oidc.stop(), github.stop(), lab.stopAll()]);
+    await Promise.all([smtp.stop(), oidc.stop(), github.stop(), lab.stopAll(), targets.stop()]);
     // workerd keeps HTTP connections alive; drop them so close() does not wait for their idle timeout.
     http.closeAllConnections();
     await new Promise<void>((resolve) => http.close(() => resolve()));
