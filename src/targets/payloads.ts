@@ -42,9 +42,11 @@ export function clip(text: string, max: number): string {
  */
 function linkable(content: TargetContent, maxUrl: number, max: number): { label: string; url: string }[] {
   const links = content.actions.flatMap((a) => {
-    const url = safeHref(a.url);
-    if (url === undefined || !/^https?:/i.test(url) || url.length > maxUrl || !URL.canParse(url)) return [];
-    return [{ label: a.label.trim() || new URL(url).host, url }];
+    const href = safeHref(a.url);
+    if (href === undefined || !/^https?:/i.test(href) || !URL.canParse(href)) return [];
+    // As the URL parser writes it: spaces and other characters a service would refuse are percent-encoded.
+    const url = new URL(href);
+    return url.href.length > maxUrl ? [] : [{ label: a.label.trim() || url.host, url: url.href }];
   });
   return (links.length > 0 ? links : [{ label: "Open in Herald", url: content.link }]).slice(0, max);
 }
@@ -131,8 +133,8 @@ export function slackPayload(content: TargetContent): Record<string, unknown> {
 // Microsoft Teams: a Workflows message with one Adaptive Card 1.5
 // ---------------------------------------------------------------------------------------------------------------
 
-/** What Herald keeps a card to: a title and body well inside Teams' 28 KB message, and a few buttons. */
-export const TEAMS_LIMITS = { title: 256, body: 20_000, actions: 6 } as const;
+/** What Herald keeps a card to: a title and body well inside Teams' 28 KB message, and the 5 actions a card may show. */
+export const TEAMS_LIMITS = { title: 256, body: 20_000, actions: 5 } as const;
 
 export function teamsPayload(content: TargetContent): Record<string, unknown> {
   const title = content.title.trim();
@@ -194,8 +196,8 @@ function clipDiscord(text: string, max: number): string {
   return clip(`${escaped.slice(0, end)}${ELLIPSIS}`, max);
 }
 
-/** A masked link's URL may hold no space or parenthesis: they end it early. */
-const discordUrl = (url: string) => url.replace(/[ ()]/g, (ch) => (ch === " " ? "%20" : ch === "(" ? "%28" : "%29"));
+/** A masked link's URL may hold no parenthesis: one would end it early (spaces are encoded already). */
+const discordUrl = (url: string) => url.replace(/[()]/g, (ch) => (ch === "(" ? "%28" : "%29"));
 
 export function discordPayload(content: TargetContent): Record<string, unknown> {
   const title = content.title.trim();
