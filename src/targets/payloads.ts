@@ -59,7 +59,7 @@ function linkable(content: TargetContent, maxUrl: number, max: number): { label:
 export const SLACK_LIMITS = { header: 150, section: 3000, buttonText: 75, buttonUrl: 3000, actionElements: 25, blocks: 50, text: 3000 } as const;
 
 /** The three characters Slack's markup gives a meaning: `&`, `<` (links, mentions) and `>`. */
-export function escapeSlack(text: string): string {
+function escapeSlack(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
@@ -134,13 +134,14 @@ export function slackPayload(content: TargetContent): Record<string, unknown> {
 // ---------------------------------------------------------------------------------------------------------------
 
 /** What Herald keeps a card to: a title and body well inside Teams' 28 KB message, and the 5 actions a card may show. */
-export const TEAMS_LIMITS = { title: 256, body: 20_000, actions: 5 } as const;
+const TEAMS_LIMITS = { title: 256, body: 20_000, actions: 5 } as const;
 
 export function teamsPayload(content: TargetContent): Record<string, unknown> {
   const title = content.title.trim();
   const body = content.body.trim();
   const textBlocks: Record<string, unknown>[] = [];
-  if (title !== "") textBlocks.push({ type: "TextBlock", text: clip(title, TEAMS_LIMITS.title), wrap: true, weight: "Bolder", size: "Medium", style: "heading" });
+  if (title !== "")
+    textBlocks.push({ type: "TextBlock", text: clip(title, TEAMS_LIMITS.title), wrap: true, weight: "Bolder", size: "Medium", style: "heading" });
   if (body !== "" || title === "") textBlocks.push({ type: "TextBlock", text: clip(body || NOTHING, TEAMS_LIMITS.body), wrap: true });
   const actions = linkable(content, LINK_MAX, TEAMS_LIMITS.actions).map((a) => ({ type: "Action.OpenUrl", title: clip(a.label, 100), url: a.url }));
   return {

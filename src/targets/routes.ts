@@ -3,8 +3,8 @@ import * as z from "zod";
 import { limitSensitive } from "../auth/rate-limit";
 import { requireAuth } from "../auth/session";
 import { requireRecentAuth } from "../auth/step-up";
-import { assertCan } from "../authz/guard";
 import type { Action } from "../authz/catalog";
+import { assertCan } from "../authz/guard";
 import type { UserRow } from "../db/schema";
 import { dbFor } from "../db/session";
 import { forbidden, Messages, notFound } from "../http/errors";
@@ -16,7 +16,7 @@ import { resolveUser } from "../users/resolve";
 import { userPath } from "../users/schemas";
 import { TargetMessages } from "./messages";
 import { CreatedNotificationTarget, createTargetBody, NotificationTarget, TARGETS_MAX_PER_USER, userTargetPath, verifyTargetBody } from "./schemas";
-import { createTarget, listTargets, MAX_CODE_TRIES, removeTarget, verifyTarget } from "./service";
+import { allowedUrl, createTarget, listTargets, MAX_CODE_TRIES, removeTarget, verifyTarget } from "./service";
 
 /**
  * Only the user themself manages their targets (docs/targets.md, "Who may do what"): a target receives the user's
@@ -77,8 +77,10 @@ export const targetRoutes = new Hono<AppEnv>()
     async (c) => {
       const body = c.req.valid("json");
       const user = await ownTargets(c, "create");
+      // A refused URL costs nothing: it is checked before the limit, which guards what a new target sends.
+      const url = allowedUrl(c.get("config"), body);
       await limitSensitive(c, "target-create", user.id);
-      return c.json(await createTarget(c, dbFor(c, "write"), user, body), 201);
+      return c.json(await createTarget(c, dbFor(c, "write"), user, body, url), 201);
     },
   )
   .get(

@@ -44,10 +44,7 @@ export const verifyTargetBody = named(
   z.object({
     code: exemplified(
       ["123456"],
-      described(
-        "The 6-digit code of the verification message Herald sent to the target.",
-        z.string().regex(/^[0-9]{6}$/, TargetMessages.codeFormat),
-      ),
+      described("The 6-digit code of the verification message Herald sent to the target.", z.string().regex(/^[0-9]{6}$/, TargetMessages.codeFormat)),
     ),
   }),
 );
@@ -55,7 +52,10 @@ export const verifyTargetBody = named(
 const CodeDelivery = named(
   "TargetCodeDelivery",
   z.strictObject({
-    status: described("The verification message's state in the message log (docs/api.md, \"Message states, retries, webhooks and SMTP\").", z.enum(MESSAGE_STATUSES)),
+    status: described(
+      'The verification message\'s state in the message log (docs/api.md, "Message states, retries, webhooks and SMTP").',
+      z.enum(MESSAGE_STATUSES),
+    ),
     status_reason: described("Why it failed or waits for a retry (what the target answered); empty otherwise.", z.string()),
     attempts: count,
     next_retry_after: described("When the next try is due, for a `temporary_failure`.", timestamp.nullable()),
@@ -67,7 +67,10 @@ const targetFields = {
   id: uuid,
   kind: z.enum(TARGET_KINDS),
   name: z.string(),
-  url_origin: described("The origin of the target's URL (`https://hooks.slack.com`): the rest of the URL is a credential and is never shown.", z.string()),
+  url_origin: described(
+    "The origin of the target's URL (`https://hooks.slack.com`): the rest of the URL is a credential and is never shown.",
+    z.string(),
+  ),
   verified: described("Whether the code sent to the target was entered; only verified targets receive notifications.", z.boolean()),
   created_at: timestamp,
   code_delivery: described("While the target is unverified: how its verification message is doing; `null` once verified.", CodeDelivery.nullable()),

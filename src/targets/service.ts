@@ -2,13 +2,14 @@ import { and, desc, eq, inArray, isNull, lt, sql } from "drizzle-orm";
 import type { Context } from "hono";
 import type * as z from "zod";
 import { auditInsert, auditInsertWhere } from "../audit/log";
+import type { Config } from "../config/config";
 import type { Database } from "../db/client";
 import { insertWhere } from "../db/insert-where";
 import {
   channelPreferences,
   type MessageRow,
-  notificationMessages,
   type NotificationTargetRow,
+  notificationMessages,
   notificationTargets,
   type UserRow,
 } from "../db/schema";
@@ -32,7 +33,7 @@ const channelOf = (targetId: string) => `target:${targetId}`;
  * The public shape of a target: its URL's origin only, never the URL or a secret. `delivery` is the verification
  * message's row, shown while the target is unverified so its owner sees a retry (docs/targets.md, "Verification").
  */
-export function targetJson(row: NotificationTargetRow, delivery: MessageRow | undefined): z.input<typeof NotificationTarget> {
+function targetJson(row: NotificationTargetRow, delivery: MessageRow | undefined): z.input<typeof NotificationTarget> {
   const verified = row.verifiedAt !== null;
   return {
     id: row.id,
@@ -73,20 +74,29 @@ export async function listTargets(db: Database, userId: string): Promise<z.input
 }
 
 /**
- * Adds a target and its verification message in one batch (docs/targets.md): the URL must pass the outbound
- * allow-list (a refusal is a validation on `url`), and the cap is counted by the insert itself, so two requests at
- * once cannot both take the last place. Once committed, the message goes onto the queue like any other, and is
- * retried like any other if the target is briefly down.
+ * The URL a new target may post to (docs/targets.md, "Outbound safety"), as the URL parser writes it; a refusal is a
+ * validation on `url`, as any other bad field.
+ */
+export function allowedUrl(config: Config, body: z.infer<typeof createTargetBody>): URL {
+  const checked = checkOutboundUrl(body.kind, body.url, config.OUTBOUND_ALLOWED_ORIGINS);
+  if (!checked.ok) throw validationFailed([{ field: "url", detail: `The URL ${checked.reason}.` }]);
+  return checked.url;
+}
+
+/**
+ * Adds a target and its verification message in one batch (docs/targets.md), `url` being the one `allowedUrl`
+ * accepted. The cap is counted by the insert itself, so two requests at once cannot both take the last place. Once
+ * committed, the message goes onto the queue like any other, and is retried like any other if the target is
+ * briefly down.
  */
 export async function createTarget(
   c: Context<AppEnv>,
   db: Database,
   user: UserRow,
   body: z.infer<typeof createTargetBody>,
+  url: URL,
 ): Promise<z.input<typeof CreatedNotificationTarget>> {
   const config = c.get("config");
-  const checked = checkOutboundUrl(body.kind, body.url, config.OUTBOUND_ALLOWED_ORIGINS);
-  if (!checked.ok) throw validationFailed([{ field: "url", detail: `The URL ${checked.reason}.` }]);
   const refuseFull = () => badRequest(TargetMessages.tooMany, { detail: TargetMessages.tooManyDetail(TARGETS_MAX_PER_USER) });
   const [held] = await db.select({ n: sql<number>`count(*)` }).from(notificationTargets).where(eq(notificationTargets.userId, user.id));
   if ((held?.n ?? 0) >= TARGETS_MAX_PER_USER) throw refuseFull();
@@ -100,8 +110,8 @@ export async function createTarget(
     userId: user.id,
     kind: body.kind,
     name: body.name,
-    urlSealed: await sealUrl(config.SECRET_KEY, id, checked.url.href),
-    urlOrigin: checked.url.origin,
+    urlSealed: await sealUrl(config.SECRET_KEY, id, url.href),
+    urlOrigin: url.origin,
     secretSealed: secret === undefined ? null : await sealSigningSecret(config.SECRET_KEY, id, secret),
     codeHash: await codeHash(config.SECRET_KEY, id, code),
     failedAttempts: 0,
@@ -121,7 +131,12 @@ export async function createTarget(
     auditInsertWhere(
       db,
       c,
-      { action: "create", resourceType: "notification_target", resourceId: id, diff: { owner: user.id, kind: row.kind, name: row.name, url_origin: row.urlOrigin } },
+      {
+        action: "create",
+        resourceType: "notification_target",
+        resourceId: id,
+        diff: { owner: user.id, kind: row.kind, name: row.name, url_origin: row.urlOrigin },
+      },
       created,
     ),
   ]);
@@ -131,7 +146,7 @@ export async function createTarget(
 }
 
 /** A user's target by id, or 404: another user's target is as unknown as one that never was. */
-export async function findTarget(db: Database, userId: string, id: string): Promise<NotificationTargetRow> {
+async function findTarget(db: Database, userId: string, id: string): Promise<NotificationTargetRow> {
   const [row] = await db
     .select()
     .from(notificationTargets)

@@ -12,10 +12,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
+import type * as AdaptiveCards from "adaptivecards";
 import { Webhook } from "standardwebhooks";
 
 /** The services, by the first segment of their path on the stand-in. */
-export type StandInKind = "slack" | "teams" | "discord" | "webhook";
+type StandInKind = "slack" | "teams" | "discord" | "webhook";
 
 /** One POST a stand-in took. */
 export interface TargetDelivery {
@@ -62,33 +63,40 @@ function escapedMrkdwn(text: string, where: string, problems: string[]): void {
 }
 
 /** Slack's Block Kit limits for incoming webhooks: at most 50 blocks; headers, sections and action buttons. */
-export function slackProblems(body: unknown): string[] {
+function slackProblems(body: unknown): string[] {
   const problems: string[] = [];
   if (!isObject(body)) return ["the body is not a JSON object"];
   if (typeof body.text !== "string" || body.text === "") problems.push("text: missing (the fallback notifications show)");
   else escapedMrkdwn(body.text, "text", problems);
   if (!Array.isArray(body.blocks)) return [...problems, "blocks: not an array"];
   if (body.blocks.length > 50) problems.push(`blocks: ${body.blocks.length}, more than 50`);
-  body.blocks.forEach((block: unknown, i) => {
+  for (const [i, block] of (body.blocks as unknown[]).entries()) {
     const where = `blocks[${i}]`;
-    if (!isObject(block)) return void problems.push(`${where}: not an object`);
+    if (!isObject(block)) {
+      problems.push(`${where}: not an object`);
+      continue;
+    }
     switch (block.type) {
       case "header":
         textObject(block.text, ["plain_text"], 150, `${where}.text`, problems);
-        return;
+        break;
       case "section": {
         const mrkdwn = textObject(block.text, ["mrkdwn", "plain_text"], 3000, `${where}.text`, problems);
         if (mrkdwn !== undefined) escapedMrkdwn(mrkdwn, `${where}.text.text`, problems);
-        return;
+        break;
       }
       case "actions": {
         if (!Array.isArray(block.elements) || block.elements.length < 1 || block.elements.length > 25) {
-          return void problems.push(`${where}.elements: must hold 1 to 25 elements`);
+          problems.push(`${where}.elements: must hold 1 to 25 elements`);
+          break;
         }
         const ids = new Set<string>();
-        block.elements.forEach((element: unknown, j) => {
+        for (const [j, element] of (block.elements as unknown[]).entries()) {
           const at = `${where}.elements[${j}]`;
-          if (!isObject(element) || element.type !== "button") return void problems.push(`${at}: not a button`);
+          if (!isObject(element) || element.type !== "button") {
+            problems.push(`${at}: not a button`);
+            continue;
+          }
           textObject(element.text, ["plain_text"], 75, `${at}.text`, problems);
           if (typeof element.url !== "string" || element.url.length > 3000 || !URL.canParse(element.url)) {
             problems.push(`${at}.url: not a URL of at most 3000 characters`);
@@ -97,18 +105,18 @@ export function slackProblems(body: unknown): string[] {
             if (element.action_id.length > 255 || ids.has(element.action_id)) problems.push(`${at}.action_id: too long or repeated`);
             ids.add(element.action_id);
           }
-        });
-        return;
+        }
+        break;
       }
       default:
         problems.push(`${where}.type: ${String(block.type)} is not a block Herald should send`);
     }
-  });
+  }
   return problems;
 }
 
 /** Discord's embed limits: title 256, description 4096, all of an embed's text 6000, at most 10 embeds. */
-export function discordProblems(body: unknown): string[] {
+function discordProblems(body: unknown): string[] {
   const problems: string[] = [];
   if (!isObject(body)) return ["the body is not a JSON object"];
   if (!Array.isArray(body.embeds) || body.embeds.length < 1) {
@@ -116,9 +124,12 @@ export function discordProblems(body: unknown): string[] {
     return problems;
   }
   if (body.embeds.length > 10) problems.push(`embeds: ${body.embeds.length}, more than 10`);
-  body.embeds.forEach((embed: unknown, i) => {
+  for (const [i, embed] of (body.embeds as unknown[]).entries()) {
     const where = `embeds[${i}]`;
-    if (!isObject(embed)) return void problems.push(`${where}: not an object`);
+    if (!isObject(embed)) {
+      problems.push(`${where}: not an object`);
+      continue;
+    }
     const length = (value: unknown) => (typeof value === "string" ? [...value].length : 0);
     if (length(embed.title) > 256) problems.push(`${where}.title: more than 256 characters`);
     if (length(embed.description) > 4096) problems.push(`${where}.description: more than 4096 characters`);
@@ -129,31 +140,27 @@ export function discordProblems(body: unknown): string[] {
     }
     const footer = isObject(embed.footer) ? length(embed.footer.text) : 0;
     const author = isObject(embed.author) ? length(embed.author.name) : 0;
-    const fields = Array.isArray(embed.fields) ? embed.fields.reduce((n: number, f: unknown) => n + (isObject(f) ? length(f.name) + length(f.value) : 0), 0) : 0;
+    const fields = Array.isArray(embed.fields)
+      ? embed.fields.reduce((n: number, f: unknown) => n + (isObject(f) ? length(f.name) + length(f.value) : 0), 0)
+      : 0;
     const total = length(embed.title) + length(embed.description) + footer + author + fields;
     if (total > 6000) problems.push(`${where}: ${total} characters in all, more than 6000`);
-  });
+  }
   return problems;
 }
 
-interface AdaptiveCardsModule {
-  AdaptiveCard: new () => {
-    parse(json: unknown, context: unknown): void;
-    validateProperties(): { validationEvents: { message: string }[] };
-  };
-  SerializationContext: new (version: unknown) => { eventCount: number; getEventAt(i: number): { message: string } };
-  Versions: { v1_5: unknown };
-}
-
-/** Microsoft's Adaptive Cards library (MIT), as its UMD bundle: the package's ES build does not load in Node as shipped. */
-const adaptiveCards = createRequire(import.meta.url)("adaptivecards/dist/adaptivecards.js") as AdaptiveCardsModule;
+/**
+ * Microsoft's Adaptive Cards library (MIT), loaded from its UMD bundle: the package's ES build does not load in Node as
+ * shipped (its imports name files without extensions). The bundle is the same code, with the package's own types.
+ */
+const adaptiveCards = createRequire(import.meta.url)("adaptivecards/dist/adaptivecards.js") as typeof AdaptiveCards;
 
 /**
  * A Teams Workflows message (`type: "message"`, one Adaptive Card attachment) whose card Microsoft's own parser reads
  * as version 1.5 without a complaint: unknown elements or actions, bad property values and missing required
  * properties all show up as its parse and validation events.
  */
-export function teamsProblems(body: unknown): string[] {
+function teamsProblems(body: unknown): string[] {
   const problems: string[] = [];
   if (!isObject(body)) return ["the body is not a JSON object"];
   if (body.type !== "message") problems.push(`type: ${String(body.type)} is not "message"`);
@@ -167,7 +174,7 @@ export function teamsProblems(body: unknown): string[] {
   if (card.version !== "1.5") problems.push(`content.version: ${String(card.version)} is not "1.5"`);
   const parsed = new adaptiveCards.AdaptiveCard();
   const context = new adaptiveCards.SerializationContext(adaptiveCards.Versions.v1_5);
-  parsed.parse(card, context);
+  parsed.parse(card as AdaptiveCards.PropertyBag, context);
   for (let i = 0; i < context.eventCount; i++) problems.push(`parse: ${context.getEventAt(i).message}`);
   for (const event of parsed.validateProperties().validationEvents) problems.push(`validate: ${event.message}`);
   return problems;
@@ -259,9 +266,7 @@ export class TargetStandIns {
 
   /** What was posted to `path`, oldest first; with `secret`, each checked for its Standard Webhooks signature. */
   received(path: string, secret?: string): TargetDelivery[] {
-    return this.deliveries
-      .filter((d) => d.path === path)
-      .map((d) => (secret === undefined ? d : { ...d, signature: checkSignature(d, secret) }));
+    return this.deliveries.filter((d) => d.path === path).map((d) => (secret === undefined ? d : { ...d, signature: checkSignature(d, secret) }));
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -6,8 +6,8 @@ import { dispatchMessage } from "../../src/notifications/dispatch";
 import { messagePayload } from "../../src/notifications/enqueue";
 import { TEMPLATE_IDS } from "../../src/notifications/templates";
 import { TargetReasons } from "../../src/targets/messages";
-import { call, createUser, type TestUser } from "../helpers";
 import { messageRow } from "../fixtures/message-row";
+import { call, createUser, type TestUser } from "../helpers";
 import { waitFor } from "../peers";
 import { addTarget, addVerifiedTarget, type CreatedTarget, receivedAt, scriptStandIn, waitForDeliveries } from "./stand-ins";
 
@@ -74,7 +74,11 @@ describe('docs/targets.md, "Delivery"', () => {
         expect(body.text).toBe("Deploy &lt;prod&gt; &amp; friends");
         expect(body.blocks[0]).toEqual({ type: "header", text: { type: "plain_text", text: "Deploy <prod> & friends", emoji: true } });
         expect(body.blocks[1].text.text).toBe("Build 42 passed: https://ci.example.com/builds/42 @everyone");
-        expect(body.blocks[2].elements[0]).toMatchObject({ type: "button", text: { text: "Open in Herald" }, url: expect.stringMatching(/\/#\/inbox$/) });
+        expect(body.blocks[2].elements[0]).toMatchObject({
+          type: "button",
+          text: { text: "Open in Herald" },
+          url: expect.stringMatching(/\/#\/inbox$/),
+        });
         break;
       case "teams":
         expect(body.attachments[0].content).toMatchObject({ type: "AdaptiveCard", version: "1.5" });

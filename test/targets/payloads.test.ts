@@ -30,13 +30,19 @@ async function problemsOf(kind: "slack" | "teams" | "discord", payload: unknown)
 const text = (maxLength: number) =>
   fc.oneof(
     fc.string({ unit: "grapheme", maxLength }),
-    fc.string({ unit: fc.constantFrom("&", "<", ">", "*", "_", "~", "`", "|", "[", "]", "(", ")", "#", "-", "\\", "@", ":", " ", "\n", "a", "😀"), maxLength }),
+    fc.string({
+      unit: fc.constantFrom("&", "<", ">", "*", "_", "~", "`", "|", "[", "]", "(", ")", "#", "-", "\\", "@", ":", " ", "\n", "a", "😀"),
+      maxLength,
+    }),
     fc.string({ unit: "binary", maxLength }),
   );
 
 const action = fc.record({
   label: text(120),
-  url: fc.oneof(fc.webUrl({ withQueryParameters: true, withFragments: true }), fc.constantFrom("javascript:alert(1)", "/relative", "mailto:a@b.example", "")),
+  url: fc.oneof(
+    fc.webUrl({ withQueryParameters: true, withFragments: true }),
+    fc.constantFrom("javascript:alert(1)", "/relative", "mailto:a@b.example", ""),
+  ),
 });
 
 const content: fc.Arbitrary<TargetContent> = fc.record({

@@ -28,7 +28,11 @@ export function standInPath(kind: TargetKind): string {
 export const standInUrl = (path: string) => `${env.TARGETS_URL}${path}`;
 
 async function control(path: string, body: unknown): Promise<Response> {
-  const res = await fetch(`${env.TARGETS_URL}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(`${env.TARGETS_URL}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   if (!res.ok) throw new Error(`stand-in control ${path} failed: ${res.status} ${await res.text()}`);
   return res;
 }

@@ -78,7 +78,10 @@ describe('docs/targets.md, "Verification"', () => {
       { status: 500, body: "rollup_error" },
       { status: 500, body: "rollup_error" },
     ]);
-    const res = await call("POST", "/users/me/notification-targets", { token: user.token, body: { kind: "slack", url: standInUrl(path), name: "Ops" } });
+    const res = await call("POST", "/users/me/notification-targets", {
+      token: user.token,
+      body: { kind: "slack", url: standInUrl(path), name: "Ops" },
+    });
     expect(res.status).toBe(201);
     const { id } = await json<CreatedTarget>(res);
     // Meanwhile the target shows its owner what the service answered, and when it is tried again…
@@ -120,7 +123,15 @@ describe('docs/targets.md, "Verification"', () => {
     const audit = await env.DB.prepare("SELECT action, status_code FROM audit_logs WHERE resource_id = ? ORDER BY time, rowid")
       .bind(target.id)
       .all<{ action: string; status_code: number }>();
-    expect(audit.results.map((r) => r.action)).toEqual(["create", "verify_failed", "verify_failed", "verify_failed", "verify_failed", "verify_failed", "delete"]);
+    expect(audit.results.map((r) => r.action)).toEqual([
+      "create",
+      "verify_failed",
+      "verify_failed",
+      "verify_failed",
+      "verify_failed",
+      "verify_failed",
+      "delete",
+    ]);
   });
 
   it("five wrong codes at once remove the target once, and no more than five are counted", async () => {
@@ -131,7 +142,9 @@ describe('docs/targets.md, "Verification"', () => {
     const messages = await Promise.all(answers.map(async (r) => (await json<{ message: string }>(r)).message));
     expect(messages.filter((m) => m === TargetMessages.removedAfterTries)).toHaveLength(1);
     expect(await list(user.token)).toEqual([]);
-    const deletes = await env.DB.prepare("SELECT count(*) AS n FROM audit_logs WHERE resource_id = ? AND action = 'delete'").bind(target.id).first<{ n: number }>();
+    const deletes = await env.DB.prepare("SELECT count(*) AS n FROM audit_logs WHERE resource_id = ? AND action = 'delete'")
+      .bind(target.id)
+      .first<{ n: number }>();
     expect(deletes?.n).toBe(1);
   });
 
