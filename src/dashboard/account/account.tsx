@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import type { Me } from "../session";
 import { Page, Time } from "../ui/components";
+import { ChannelsSection } from "./channels";
 import { loginTypeName } from "./labels";
 import { PasswordSection } from "./password";
 import { SecuritySection } from "./security";
@@ -16,6 +17,7 @@ export function AccountPage({ me }: { me: Me }) {
       <Profile me={me} />
       {me.login_type === "password" ? <PasswordSection onChanged={() => setVersion((v) => v + 1)} /> : null}
       <SecuritySection />
+      <ChannelsSection />
       <SessionsSection version={version} />
       <TokensSection version={version} />
     </Page>
