@@ -240,7 +240,7 @@ function AddChannelForm({ onAdded }: { onAdded(target: Target, secret: string | 
   const kindError = add.problem?.about("kind");
   return (
     <form
-      class="card stack narrow"
+      class="card stack narrow channel-form"
       aria-labelledby="new-channel-heading"
       onSubmit={(event) => {
         event.preventDefault();
