@@ -351,7 +351,7 @@ function labelsOf(broadcast: BroadcastRow): Record<string, string> {
 /**
  * The message-log rows of a consumer batch's copies (up to 1,000) in one statement: the rows travel as one JSON
  * parameter (D1 binds at most 100), and a row whose derived id is already there (a redelivered batch) is left as it
- * is, whatever became of it since. The SELECT lists every column in the table's order, as INSERT … SELECT needs.
+ * is, whatever became of it since. The SELECT lists every column in the schema's order (src/db/schema.ts), as Drizzle's INSERT … SELECT names them.
  */
 function insertCopies(db: Database, rows: MessageRow[]) {
   const json = JSON.stringify(
@@ -361,6 +361,7 @@ function insertCopies(db: Database, rows: MessageRow[]) {
       template_id: r.templateId,
       user_id: r.userId,
       method: r.method,
+      destination: r.destination,
       status: r.status,
       status_reason: r.statusReason,
       payload: r.payload,
@@ -376,7 +377,7 @@ function insertCopies(db: Database, rows: MessageRow[]) {
     .insert(notificationMessages)
     .select(
       sql`SELECT value ->> 'id', value ->> 'notification_id', value ->> 'template_id', value ->> 'user_id', value ->> 'method',
-        value ->> 'status', value ->> 'status_reason', value -> 'payload', value -> 'targets', value ->> 'created_by', 0,
+        value ->> 'destination', value ->> 'status', value ->> 'status_reason', value -> 'payload', value -> 'targets', value ->> 'created_by', 0,
         value ->> 'next_retry_after', NULL, value ->> 'created_at', value ->> 'created_at', NULL, value ->> 'send_if_unread'
         FROM json_each(${json}) WHERE true`,
     )
