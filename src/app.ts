@@ -9,6 +9,7 @@ import { onRevocation } from "./auth/revocation";
 import { authRoutes } from "./auth/routes";
 import { authzRoutes } from "./authz/routes";
 import { broadcastRoutes } from "./broadcasts/routes";
+import { channelRoutes } from "./channels/routes";
 import { d1Bookmarks } from "./db/session";
 import { externalLoginRoutes } from "./external/routes";
 import { apiCors } from "./http/cors";
@@ -48,6 +49,7 @@ const api = new Hono<AppEnv>()
   .route("/", broadcastRoutes)
   .route("/", preferenceRoutes)
   .route("/", scheduleRoutes)
+  .route("/", channelRoutes)
   .route("/", targetRoutes)
   .route("/", auditRoutes)
   .route("/", userRoutes);
