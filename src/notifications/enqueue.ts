@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, getTableColumns } from "drizzle-orm";
 import { type ChannelKey, channelAllows, channelOf, isPersonal, plannedCopies, switchedOffReason } from "../channels/model";
 import { destinationQueries, destinationsByUser } from "../channels/store";
 import { type Config, getConfig } from "../config/config";
@@ -13,6 +13,7 @@ import {
   type UserRow,
   users,
 } from "../db/schema";
+import { inSlices } from "../db/slices";
 import type { Env } from "../env";
 import type { Background } from "../lib/background";
 import { nowIso, uuidv7 } from "../lib/crypto";
@@ -34,6 +35,9 @@ export interface EnqueueRequest {
   /** Who caused it: a user id, or a subsystem name such as "system". */
   createdBy: string;
 }
+
+/** Message-log rows per INSERT: each binds one parameter per column, within D1's 100 (src/db/slices.ts). */
+const ROWS_PER_INSERT = Math.max(1, Math.floor(90 / Object.keys(getTableColumns(notificationMessages)).length));
 
 /** Version of the payload shape (Coder's `types.MessagePayload`). */
 const PAYLOAD_VERSION = "1.2";
@@ -175,7 +179,10 @@ export async function enqueueNotification(
   });
   holdForQuietHours(rows, template, schedule, at);
   if (schedule.digest.kind !== "off" && !template.mandatory) await holdForDigest(env, rows, schedule, user, at);
-  await db.insert(notificationMessages).values(rows);
+  // One statement per slice of rows, in one batch: D1 binds at most 100 parameters per statement, and a user with a
+  // few targets and browsers has more copies than fit in one.
+  const [first, ...more] = inSlices(rows, ROWS_PER_INSERT).map((slice) => db.insert(notificationMessages).values(slice));
+  if (first) await db.batch([first, ...more]);
 
   const pending = rows.filter((r) => r.status === "pending");
   if (pending.length > 0 && !isPaused(paused)) {

@@ -110,6 +110,38 @@ describe('docs/targets.md, "Delivery"', () => {
     expect(await rowOf(row.id)).toMatchObject({ status: "sent", status_reason: null });
   });
 
+  it("a notification sent through the API reaches each verified target once, and an unverified one gets no copy", async () => {
+    const pending = await addTarget(user.token, "slack", "Not yet verified");
+    await waitForDeliveries(pending.path);
+    const before = new Map(await Promise.all(TARGET_KINDS.map(async (kind) => [kind, (await receivedAt(verified(kind).path)).length] as const)));
+    const title = `Sent through the API ${crypto.randomUUID().slice(0, 8)}`;
+    const sent = await call("POST", "/notifications/custom", { token: user.token, body: { content: { title, message: "To every channel." } } });
+    expect(sent.status).toBe(204);
+    for (const kind of TARGET_KINDS) {
+      const { target, path } = verified(kind);
+      const [delivery] = (await waitForDeliveries(path, (before.get(kind) ?? 0) + 1, target.secret)).slice(before.get(kind));
+      expect(delivery?.problems).toEqual([]);
+      expect(delivery?.body).toContain(title);
+      if (kind === "webhook") expect(delivery?.signature).toBe("valid");
+    }
+    const copies = await env.DB.prepare(
+      "SELECT destination, status FROM notification_messages WHERE user_id = ? AND method = 'target' AND json_extract(payload, '$.labels.custom_title') = ?",
+    )
+      .bind(user.id, title)
+      .all<{ destination: string; status: string }>();
+    expect(copies.results.map((r) => r.destination).sort()).toEqual(TARGET_KINDS.map((kind) => verified(kind).target.id).sort());
+    await waitFor(async () => {
+      const { results } = await env.DB.prepare(
+        "SELECT status FROM notification_messages WHERE user_id = ? AND method = 'target' AND json_extract(payload, '$.labels.custom_title') = ?",
+      )
+        .bind(user.id, title)
+        .all<{ status: string }>();
+      return results.every((r) => r.status === "sent") ? true : undefined;
+    });
+    expect((await receivedAt(pending.path)).map((d) => d.body).join()).not.toContain(title);
+    expect((await call("DELETE", `/users/me/notification-targets/${pending.target.id}`, { token: user.token })).status).toBe(204);
+  });
+
   it("a webhook target's signature is its own: the deployment's secret does not verify it", async () => {
     const { target, path } = verified("webhook");
     const before = (await receivedAt(path)).length;
