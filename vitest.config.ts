@@ -24,6 +24,9 @@ export default defineConfig(async () => {
             OIDC_ISSUER_URL: inject("oidcIssuer"),
             GITHUB_WEB_URL: inject("githubWebUrl"),
             GITHUB_API_URL: inject("githubApiUrl"),
+            // Push endpoints may point only at the push-service stand-in (docs/targets.md, "Outbound safety").
+            OUTBOUND_ALLOWED_ORIGINS: inject("pushServiceUrl"),
+            PUSH_SERVICE_URL: inject("pushServiceUrl"),
           },
         },
       })),

@@ -23,6 +23,7 @@ type Tag =
   | "Inbox"
   | "Notifications"
   | "Notification preferences"
+  | "Web Push"
   | "Broadcasts"
   | "Audit";
 
