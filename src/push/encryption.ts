@@ -65,14 +65,14 @@ function concat(...parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
   return out;
 }
 
-async function hkdf(salt: Uint8Array<ArrayBuffer>, secret: Uint8Array<ArrayBuffer>, info: Uint8Array, bytes: number) {
+async function hkdf(salt: Uint8Array<ArrayBuffer>, secret: Uint8Array<ArrayBuffer>, info: Uint8Array<ArrayBuffer>, bytes: number) {
   const key = await crypto.subtle.importKey("raw", secret, "HKDF", false, ["deriveBits"]);
   return new Uint8Array(await crypto.subtle.deriveBits({ name: "HKDF", hash: "SHA-256", salt, info }, key, bytes * 8));
 }
 
-const KEY_INFO = encoder.encode("WebPush: info\0");
-const CEK_INFO = encoder.encode("Content-Encoding: aes128gcm\0");
-const NONCE_INFO = encoder.encode("Content-Encoding: nonce\0");
+const KEY_INFO = Uint8Array.from(encoder.encode("WebPush: info\0"));
+const CEK_INFO = Uint8Array.from(encoder.encode("Content-Encoding: aes128gcm\0"));
+const NONCE_INFO = Uint8Array.from(encoder.encode("Content-Encoding: nonce\0"));
 
 /** A fresh sender key pair and salt for one message. */
 async function freshSenderValues(): Promise<SenderValues> {

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import type { Me } from "../session";
 import { Page, Time } from "../ui/components";
+import { DevicesSection } from "./devices";
 import { loginTypeName } from "./labels";
 import { PasswordSection } from "./password";
 import { SecuritySection } from "./security";
@@ -17,6 +18,7 @@ export function AccountPage({ me }: { me: Me }) {
       {me.login_type === "password" ? <PasswordSection onChanged={() => setVersion((v) => v + 1)} /> : null}
       <SecuritySection />
       <SessionsSection version={version} />
+      <DevicesSection />
       <TokensSection version={version} />
     </Page>
   );
