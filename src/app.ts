@@ -9,6 +9,7 @@ import { onRevocation } from "./auth/revocation";
 import { authRoutes } from "./auth/routes";
 import { authzRoutes } from "./authz/routes";
 import { broadcastRoutes } from "./broadcasts/routes";
+import { channelRoutes } from "./channels/routes";
 import { d1Bookmarks } from "./db/session";
 import { externalLoginRoutes } from "./external/routes";
 import { apiCors } from "./http/cors";
@@ -49,6 +50,7 @@ const api = new Hono<AppEnv>()
   .route("/", preferenceRoutes)
   .route("/", pushRoutes)
   .route("/", scheduleRoutes)
+  .route("/", channelRoutes)
   .route("/", auditRoutes)
   .route("/", userRoutes);
 

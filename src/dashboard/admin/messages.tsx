@@ -32,7 +32,7 @@ const STATUSES: readonly { value: Status; label: string; tone: "ok" | "danger" |
   { value: "inhibited", label: "Inhibited", tone: "muted" },
   { value: "skipped", label: "Skipped", tone: "muted" },
 ];
-const METHODS: readonly Method[] = ["inbox", "smtp", "webhook"];
+const METHODS: readonly Method[] = ["inbox", "smtp", "webhook", "push", "target"];
 
 const STATUS_OPTIONS: Option[] = [{ value: "", label: "Any status" }, ...STATUSES.map((s) => ({ value: s.value, label: s.label }))];
 const METHOD_OPTIONS: Option[] = [{ value: "", label: "Any method" }, ...METHODS.map((m) => ({ value: m, label: m }))];
