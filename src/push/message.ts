@@ -1,4 +1,3 @@
-import { safeHref } from "../markdown/links";
 import { encryptPayload, fromBase64url, MAX_PLAINTEXT_BYTES } from "./encryption";
 import type { VapidSigner } from "./vapid";
 
@@ -13,7 +12,7 @@ export interface PushPayload {
   id: string;
   title: string;
   body: string;
-  /** Where a click goes: the item in the dashboard's inbox, or the first action of a notification that has no item. */
+  /** Where a click goes: the item in the dashboard's inbox. */
   url: string;
   created_at: string;
 }
@@ -22,22 +21,13 @@ export interface PushPayload {
 export const PUSH_TTL_S = 86_400;
 /** A title longer than a system notification shows is cut here, so the body keeps its share of the 4 KiB. */
 const TITLE_MAX = 200;
-/** An action's URL longer than this is not one a notification should carry: the click opens the inbox instead. */
-const URL_MAX = 1024;
-
-/** The item in the dashboard's inbox (docs/dashboard.md, "Pages"): the inbox, with that item in view and focused. */
-export function inboxItemUrl(origin: string, id: string): string {
-  return `${origin}/#/inbox?item=${encodeURIComponent(id)}`;
-}
 
 /**
- * Where a click on the notification goes: its inbox item; for a notification that has none (an external-only
- * template, such as a passcode e-mail's), its first action when that is an http(s) link, else the inbox.
+ * The item in the dashboard's inbox: the inbox, with that item in view and focused (docs/push.md, "What a push
+ * carries"). Every push copy has an item: external-only templates are never pushed (docs/channels.md).
  */
-export function clickUrl(origin: string, id: string, inInbox: boolean, actions: readonly { url: string }[]): string {
-  if (inInbox) return inboxItemUrl(origin, id);
-  const first = actions[0] ? safeHref(actions[0].url) : undefined;
-  return first && /^https?:/i.test(first) && first.length <= URL_MAX ? first : `${origin}/#/inbox`;
+export function inboxItemUrl(origin: string, id: string): string {
+  return `${origin}/#/inbox?item=${encodeURIComponent(id)}`;
 }
 
 /**

@@ -3,7 +3,7 @@ import { systemAuditInsert } from "../../audit/log";
 import { database } from "../../db/client";
 import { pushSubscriptions } from "../../db/schema";
 import { checkOutboundUrl } from "../../outbound/allow-list";
-import { clickUrl, encodePayload, pushRequest } from "../../push/message";
+import { encodePayload, inboxItemUrl, pushRequest } from "../../push/message";
 import { PushMessages } from "../../push/messages";
 import { VapidKeyError, vapidSigner } from "../../push/vapid";
 import { type DeliveryContext, DeliveryError } from "./types";
@@ -43,7 +43,7 @@ export async function sendPush({ env, config, message, template, rendered, deadl
     id: message.notificationId,
     title: rendered.title,
     body: rendered.body,
-    url: clickUrl(config.origin, message.notificationId, !template.externalOnly, rendered.actions),
+    url: inboxItemUrl(config.origin, message.notificationId),
     created_at: message.createdAt,
   });
   const request = await pushRequest(signer, subscription, payload, template.mandatory ? "high" : "normal");
