@@ -11,7 +11,7 @@ import { PUSH_TTL_S } from "../../src/push/message";
 import { PushMessages } from "../../src/push/messages";
 import { messageRow } from "../fixtures/message-row";
 import { call, createUser, json, type TestUser } from "../helpers";
-import { type PushBrowser, receivedPushes, scriptPushService, subscribeBrowser } from "../peers";
+import { type PushBrowser, receivedPushes, scriptPushService, subscribeBrowser, waitFor } from "../peers";
 
 /**
  * docs/push.md, "Delivery": push copies (message rows of method `push` whose `destination` is a subscription) sent by
@@ -66,6 +66,34 @@ async function rowOf(id: string) {
 const subscriptionExists = async (id: string) => (await db.select().from(pushSubscriptions).where(eq(pushSubscriptions.id, id))).length === 1;
 
 describe('docs/push.md, "Delivery"', () => {
+  it("a notification is pushed to each browser of its recipient, once each, through the queue", async () => {
+    const to = await subscribed();
+    const second = await subscribeBrowser();
+    const res = await call("POST", "/users/me/push-subscriptions", { token: to.user.token, body: second.subscription });
+    const secondId = (await json<{ id: string }>(res)).id;
+    const title = `queued ${crypto.randomUUID().slice(0, 8)}`;
+    expect(
+      (await call("POST", "/notifications/custom", { token: to.user.token, body: { content: { title, message: "Both of them." } } })).status,
+    ).toBe(204);
+    for (const browser of [to.browser, second]) {
+      const [push] = await waitFor(async () => {
+        const pushes = await receivedPushes(browser);
+        return pushes.length > 0 ? pushes : undefined;
+      });
+      expect(push?.problem).toBeNull();
+      expect(JSON.parse(push?.payload ?? "")).toMatchObject({ title, body: "Both of them." });
+    }
+    const rows = await waitFor(async () => {
+      const copies = await db
+        .select()
+        .from(notificationMessages)
+        .where(and(eq(notificationMessages.userId, to.user.id), eq(notificationMessages.method, "push")));
+      return copies.length === 2 && copies.every((c) => c.status === "sent") ? copies : undefined;
+    });
+    expect(rows.map((r) => r.destination).sort()).toEqual([to.subscriptionId, secondId].sort());
+    expect((await receivedPushes(to.browser)).length + (await receivedPushes(second)).length).toBe(2);
+  });
+
   it("pushes the item's JSON, encrypted to the browser, with TTL, normal urgency and a VAPID token for the service's origin", async () => {
     const to = await subscribed();
     const copy = await pushCopy(to, { message: "The **build** is green." });
