@@ -156,19 +156,32 @@ export class PushServiceStandIn {
       problem: null,
       status: 201,
     };
+    const answer = await this.check(browser, record, header("authorization") ?? undefined, body);
+    // Recorded once decided, so a test that sees the push also sees what was made of it.
+    record.status = answer.status;
     browser.received.push(record);
+    const headers: Record<string, string> = { "content-type": "text/plain" };
+    if (answer.status === 201) headers.location = `${this.origin}/message/${randomBytes(8).toString("base64url")}`;
+    if (answer.retryAfter !== undefined) headers["retry-after"] = String(answer.retryAfter);
+    res.writeHead(answer.status, headers);
+    res.end(record.problem ?? (answer.status === 201 ? "" : `scripted ${answer.status}`));
+  }
+
+  /**
+   * What a push service makes of a push: the VAPID token (403 when it does not verify), a TTL (400 without), the body
+   * decrypted (400 when it cannot be); then the scripted answer, else 201. Fills in `record` as it goes.
+   */
+  private async check(browser: Browser, record: ReceivedPush, authorization: string | undefined, body: Buffer): Promise<ScriptedPushAnswer> {
     try {
-      record.vapid = await verifyVapid(header("authorization") ?? undefined, this.origin, this.vapidPublicKey);
+      record.vapid = await verifyVapid(authorization, this.origin, this.vapidPublicKey);
     } catch (error) {
       record.problem = `VAPID: ${error instanceof Error ? error.message : String(error)}`;
-      record.status = 403;
-      return sendJson(res, 403, { error: record.problem });
+      return { status: 403 };
     }
     // RFC 8030: a push without a TTL header is refused.
     if (record.headers.ttl === null || !/^\d+$/.test(record.headers.ttl)) {
       record.problem = "TTL header missing or not a number";
-      record.status = 400;
-      return sendJson(res, 400, { error: record.problem });
+      return { status: 400 };
     }
     try {
       if (record.headers.contentEncoding !== "aes128gcm") throw new Error(`Content-Encoding is ${record.headers.contentEncoding}`);
@@ -177,16 +190,9 @@ export class PushServiceStandIn {
       record.payload = decrypt(body, { version: "aes128gcm", privateKey: ecdh, authSecret: browser.auth }).toString("utf8");
     } catch (error) {
       record.problem = `encryption: ${error instanceof Error ? error.message : String(error)}`;
-      record.status = 400;
-      return sendJson(res, 400, { error: record.problem });
+      return { status: 400 };
     }
-    const answer = browser.script.shift() ?? { status: 201 };
-    record.status = answer.status;
-    const headers: Record<string, string> = { "content-type": "text/plain" };
-    if (answer.status === 201) headers.location = `${this.origin}/message/${randomBytes(8).toString("base64url")}`;
-    if (answer.retryAfter !== undefined) headers["retry-after"] = String(answer.retryAfter);
-    res.writeHead(answer.status, headers);
-    res.end(answer.status === 201 ? "" : `scripted ${answer.status}`);
+    return browser.script.shift() ?? { status: 201 };
   }
 }
 
