@@ -24,9 +24,10 @@ export default defineConfig(async () => {
             OIDC_ISSUER_URL: inject("oidcIssuer"),
             GITHUB_WEB_URL: inject("githubWebUrl"),
             GITHUB_API_URL: inject("githubApiUrl"),
-            // Users' own targets may point only at the stand-ins (docs/targets.md, "Outbound safety"); tests reach their
-            // control API at the same origin (test/targets/stand-ins.ts).
-            OUTBOUND_ALLOWED_ORIGINS: inject("targetsOrigin"),
+            // Push endpoints and users' own targets may point only at the stand-ins (docs/targets.md, "Outbound
+            // safety"); tests reach their control APIs at the same origins (test/peers.ts, test/targets/stand-ins.ts).
+            OUTBOUND_ALLOWED_ORIGINS: `${inject("pushServiceUrl")},${inject("targetsOrigin")}`,
+            PUSH_SERVICE_URL: inject("pushServiceUrl"),
             TARGETS_URL: inject("targetsOrigin"),
           },
         },

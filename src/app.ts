@@ -26,6 +26,7 @@ import { notificationRoutes } from "./notifications/routes";
 import { describeRoute } from "./openapi/describe";
 import { OpenApiDocumentSchema } from "./openapi/schemas";
 import { passkeyRoutes } from "./passkeys/routes";
+import { pushRoutes } from "./push/routes";
 import { scheduleRoutes } from "./schedule/routes";
 import { securityRoutes } from "./security/routes";
 import { targetRoutes } from "./targets/routes";
@@ -48,6 +49,7 @@ const api = new Hono<AppEnv>()
   .route("/", notificationRoutes)
   .route("/", broadcastRoutes)
   .route("/", preferenceRoutes)
+  .route("/", pushRoutes)
   .route("/", scheduleRoutes)
   .route("/", channelRoutes)
   .route("/", targetRoutes)

@@ -54,6 +54,26 @@ function auditRow(c: Context<AppEnv>, event: AuditEvent): Required<AuditLogInser
   };
 }
 
+/**
+ * An entry for what Herald did by itself, outside any request: no actor, address or request id. Delivery writes one
+ * when a push service says a subscription is gone and Herald removes it (docs/push.md, "Delivery").
+ */
+export function systemAuditInsert(db: Database, event: Omit<AuditEvent, "userId">) {
+  return db.insert(auditLogs).values({
+    id: crypto.randomUUID(),
+    time: nowIso(),
+    userId: null,
+    action: event.action,
+    resourceType: event.resourceType,
+    resourceId: event.resourceId,
+    diff: event.diff ?? {},
+    ip: "",
+    requestId: "",
+    userAgent: "",
+    statusCode: event.statusCode ?? 200,
+  });
+}
+
 /** The client address Cloudflare reports; local runs have none. */
 export function clientIp(c: Context): string {
   return c.req.header("CF-Connecting-IP") ?? "";

@@ -114,6 +114,14 @@ export function describeEntry(entry: DescribedEntry): string {
       return `${actor} removed passkey ${quote(text(d.name) ?? entry.resourceId)}`;
     case "suspect passkey":
       return `A passkey of ${entry.actor ?? "an unknown user"} was refused and set aside: its signature counter went backwards`;
+    case "create push_subscription":
+      return `${actor} turned on push notifications in ${quote(text(d.name) ?? entry.resourceId)}`;
+    case "update push_subscription":
+      return `${actor} renewed the push subscription of ${quote(text(d.name) ?? entry.resourceId)}`;
+    case "delete push_subscription":
+      return `${actor} turned off push notifications in ${quote(text(d.name) ?? entry.resourceId)}`;
+    case "expire push_subscription":
+      return `The push service ended the subscription of ${quote(text(d.name) ?? entry.resourceId)}, so Herald removed it`;
     case "update deployment_config":
       if (entry.resourceId === "notifier_paused")
         return `${actor} ${newValue(d.notifier_paused) === true ? "paused" : "resumed"} notification delivery`;

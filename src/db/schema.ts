@@ -603,3 +603,4 @@ export type BroadcastRow = typeof broadcasts.$inferSelect;
 export type AuditLogInsert = typeof auditLogs.$inferInsert;
 export type PasskeyRow = typeof passkeys.$inferSelect;
 export type NotificationTargetRow = typeof notificationTargets.$inferSelect;
+export type PushSubscriptionRow = typeof pushSubscriptions.$inferSelect;

@@ -246,7 +246,8 @@ export async function dispatchMessage(
       console.error(`[herald] delivery of message ${id} failed unexpectedly: ${error instanceof Error ? error.name : "error"}`);
     const age = now - Date.parse(message.createdAt);
     // The last try falls at the maximum age itself, not somewhere past it.
-    const retryAt = Math.min(now + backoffMs(config, message.attempts), Date.parse(message.createdAt) + config.NOTIFICATIONS_MAX_AGE);
+    const wait = Math.max(backoffMs(config, message.attempts), failure.retryAfterMs ?? 0);
+    const retryAt = Math.min(now + wait, Date.parse(message.createdAt) + config.NOTIFICATIONS_MAX_AGE);
     if (failure.retryable && expiresAt !== undefined && retryAt >= expiresAt) {
       await finish(db, message, { status: "permanent_failure", statusReason: `${PASSCODE_EXPIRED}; last try: ${failure.message}`, sentAt: null });
       return "failed";

@@ -24,6 +24,7 @@ type Tag =
   | "Notifications"
   | "Notification preferences"
   | "Notification targets"
+  | "Web Push"
   | "Broadcasts"
   | "Audit";
 

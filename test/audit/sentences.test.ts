@@ -61,6 +61,13 @@ describe('docs/security.md, "The audit log": description', () => {
     [entry("create", "passkey", { diff: { name: "Yubi" } }), 'alice added passkey "Yubi"'],
     [entry("delete", "passkey", { diff: { name: "Yubi" } }), 'alice removed passkey "Yubi"'],
     [entry("suspect", "passkey"), "A passkey of alice was refused and set aside: its signature counter went backwards"],
+    [entry("create", "push_subscription", { diff: { name: "Chrome 131 on Linux" } }), 'alice turned on push notifications in "Chrome 131 on Linux"'],
+    [entry("update", "push_subscription", { diff: { name: "Laptop" } }), 'alice renewed the push subscription of "Laptop"'],
+    [entry("delete", "push_subscription", { diff: { name: "Laptop" } }), 'alice turned off push notifications in "Laptop"'],
+    [
+      entry("expire", "push_subscription", { diff: { name: "Laptop" }, userId: null, actor: null }),
+      'The push service ended the subscription of "Laptop", so Herald removed it',
+    ],
     [
       entry("update", "deployment_config", { resourceId: "notifier_paused", diff: { notifier_paused: { old: false, new: true } } }),
       "alice paused notification delivery",

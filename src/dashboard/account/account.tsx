@@ -2,6 +2,7 @@ import { useState } from "preact/hooks";
 import type { Me } from "../session";
 import { Page, Time } from "../ui/components";
 import { ChannelsSection } from "./channels";
+import { DevicesSection } from "./devices";
 import { loginTypeName } from "./labels";
 import { PasswordSection } from "./password";
 import { SecuritySection } from "./security";
@@ -19,6 +20,7 @@ export function AccountPage({ me }: { me: Me }) {
       <SecuritySection />
       <ChannelsSection />
       <SessionsSection version={version} />
+      <DevicesSection />
       <TokensSection version={version} />
     </Page>
   );
