@@ -1,5 +1,6 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MANDATORY_TEMPLATE_IDS } from "../../src/notifications/templates";
 import { TargetMessages } from "../../src/targets/messages";
 import { type TargetDelivery, TargetStandIns } from "../peers/targets";
 import { browserAvailable, expectAccessible, expectNoSidewaysScroll, launchBrowser, trackRequests, watchConsole } from "./browser";
@@ -156,6 +157,43 @@ describe.skipIf(!browserAvailable)('docs/dashboard.md, "Channels"', () => {
     await section().getByText("Channel “My receiver” removed.").waitFor();
     const targets = (await api("GET", "/users/me/notification-targets")).body as unknown as { name: string }[];
     expect(targets.map((t) => t.name)).toEqual(["Team alerts"]);
+    expect(problems).toEqual([]);
+    await poll(() => requests.pending()).toEqual([]);
+  });
+
+  it('Preferences → "Where each notification goes": a grid of templates × channels, mandatory ones locked on (docs/channels.md, "Channel preferences")', async () => {
+    await page.goto(`${herald.url}/#/preferences`);
+    const grid = page.getByTestId("channel-grid");
+    await grid.waitFor();
+    const headers = await grid.locator("thead th").allTextContents();
+    expect(headers).toEqual(["Notification", "E-mail", "Push", "Team alerts"]);
+    const templates = (await api("GET", "/notifications/templates/system")).body as unknown as { id: string; name: string }[];
+    const mandatory = templates.find((t) => MANDATORY_TEMPLATE_IDS.includes(t.id as (typeof MANDATORY_TEMPLATE_IDS)[number]));
+    const optional = templates.find((t) => !MANDATORY_TEMPLATE_IDS.includes(t.id as (typeof MANDATORY_TEMPLATE_IDS)[number]));
+    if (!mandatory || !optional) throw new Error("no templates");
+    const locked = grid.getByRole("checkbox", { name: `${mandatory.name} by Team alerts` });
+    expect(await locked.isChecked()).toBe(true);
+    expect(await locked.isDisabled()).toBe(true);
+
+    await grid.getByRole("checkbox", { name: `${optional.name} by Push` }).uncheck();
+    await grid.getByRole("checkbox", { name: `${optional.name} by Team alerts` }).uncheck();
+    await page.getByRole("button", { name: "Save channels" }).click();
+    await page.getByText("Channels saved.").waitFor();
+    const switches = (await api("GET", "/users/me/notifications/channels")).body as unknown as {
+      template_id: string;
+      channel: string;
+      enabled: boolean;
+    }[];
+    expect(switches.filter((s) => !s.enabled).map((s) => [s.template_id, s.channel.replace(/:.*/, "")])).toEqual([
+      [optional.id, "push"],
+      [optional.id, "target"],
+    ]);
+    // What was saved is what the page shows after a reload.
+    await page.reload();
+    await grid.waitFor();
+    expect(await grid.getByRole("checkbox", { name: `${optional.name} by Push` }).isChecked()).toBe(false);
+    expect(await grid.getByRole("checkbox", { name: `${optional.name} by E-mail` }).isChecked()).toBe(true);
+    await accessibleInBothThemes("Preferences, the channel grid");
     expect(problems).toEqual([]);
     await poll(() => requests.pending()).toEqual([]);
   });
