@@ -7,6 +7,6 @@ export const ChannelMessages = {
   badChannel: 'Must be "email", "push", or "target:<id>" naming one of the user\'s targets.',
   unknownTemplate: "Not a notification template id.",
   unknownTarget: "Not one of this user's targets.",
-  mandatory: (name: string) => `"${name}" is mandatory: it reaches every channel and cannot be turned off.`,
+  mandatory: (name: string) => `"${name}" is mandatory: it cannot be turned off.`,
   givenTwice: "This template and channel are given twice with different values.",
 } as const;

@@ -53,12 +53,13 @@ export interface PlannedCopy {
  * (`methods`: its external method, and the inbox unless external-only), then one per push subscription and per
  * verified target. A template the user turned off sends nothing anywhere, so it gets no per-destination copies (its
  * e-mail and inbox copies record why). External-only templates (the passcode) never go to a browser or a chat
- * channel: a code on a lock screen or in a shared channel is a code others can read.
+ * channel: a code on a lock screen or in a shared channel is a code others can read. Mandatory templates (security
+ * notices) go to the person's browsers but not to their targets.
  */
 export function plannedCopies(
   methods: readonly DispatchMethod[],
   destinations: Destinations,
-  template: { externalOnly: boolean },
+  template: { externalOnly: boolean; mandatory: boolean },
   disabled: boolean,
 ): PlannedCopy[] {
   const own = methods.map((method) => ({ method, destination: null }));
@@ -66,6 +67,7 @@ export function plannedCopies(
   return [
     ...own,
     ...destinations.push.map((id) => ({ method: "push" as const, destination: id })),
-    ...destinations.targets.map((id) => ({ method: "target" as const, destination: id })),
+    // Security notices carry "This wasn't me", a link for the account holder alone; a target may be a shared channel.
+    ...(template.mandatory ? [] : destinations.targets.map((id) => ({ method: "target" as const, destination: id }))),
   ];
 }

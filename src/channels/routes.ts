@@ -20,14 +20,14 @@ import { ChannelMessages } from "./messages";
 import { ChannelSwitch, channelsBody } from "./schemas";
 
 /**
- * Every template × every channel the user has (docs/channels.md, "Channel preferences"): e-mail, push, and each of
- * their targets, verified or not, so a grid can be drawn from the answer alone. Unset is enabled; mandatory templates
- * are always enabled.
+ * Every template × every channel the user has that it can reach (docs/channels.md, "Channel preferences"): e-mail,
+ * push, and each of their targets, verified or not, so a grid can be drawn from the answer alone. Unset is enabled;
+ * mandatory templates are always enabled.
  */
 async function switchesOf(db: Database, userId: string): Promise<z.infer<typeof ChannelSwitch>[]> {
   const [templates, targets, stored] = await db.batch([
     db
-      .select({ id: notificationTemplates.id, mandatory: notificationTemplates.mandatory })
+      .select({ id: notificationTemplates.id, mandatory: notificationTemplates.mandatory, externalOnly: notificationTemplates.externalOnly })
       .from(notificationTemplates)
       .orderBy(asc(notificationTemplates.group), asc(notificationTemplates.name)),
     db
@@ -40,12 +40,21 @@ async function switchesOf(db: Database, userId: string): Promise<z.infer<typeof 
   const set = new Map(stored.map((row) => [`${row.templateId} ${row.channel}`, row.enabled]));
   const channels = ["email", "push", ...targets.map((t) => `target:${t.id}`)];
   return templates.flatMap((template) =>
-    channels.map((channel) => ({
-      template_id: template.id,
-      channel,
-      enabled: template.mandatory || (set.get(`${template.id} ${channel}`) ?? true),
-    })),
+    channels
+      .filter((channel) => reaches(template, channel))
+      .map((channel) => ({
+        template_id: template.id,
+        channel,
+        enabled: template.mandatory || (set.get(`${template.id} ${channel}`) ?? true),
+      })),
   );
+}
+
+/** Whether a template's copies can go to a channel at all (docs/channels.md, "One copy per destination"). */
+function reaches(template: { mandatory: boolean; externalOnly: boolean }, channel: string): boolean {
+  if (channel === "email") return true;
+  if (template.externalOnly) return false;
+  return !(template.mandatory && channel.startsWith("target:"));
 }
 
 /** The user themself or an owner, like the other notification preferences (docs/api.md, Notifications). */
@@ -65,7 +74,8 @@ export const channelRoutes = new Hono<AppEnv>()
     describeRoute({
       operationId: "getUserChannelPreferences",
       summary: "Get a user's channel switches",
-      description: "One entry per template and channel (`email`, `push`, and `target:<id>` for each of the user's targets).",
+      description:
+        "One entry per template and channel it can reach (`email`, `push`, and `target:<id>` for each of the user's targets; the passcode only `email`, security notices no target).",
       tags: ["Notification preferences"],
       access: "anyone",
       scope: "notification_preference:read",

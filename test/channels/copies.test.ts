@@ -5,7 +5,7 @@ import { switchedOffReason } from "../../src/channels/model";
 import type { MessageRow } from "../../src/db/schema";
 import { uuidv7 } from "../../src/lib/crypto";
 import { enqueueNotification } from "../../src/notifications/enqueue";
-import { TEMPLATE_IDS } from "../../src/notifications/templates";
+import { MANDATORY_TEMPLATE_IDS, TEMPLATE_IDS } from "../../src/notifications/templates";
 import { ScheduleMessages } from "../../src/schedule/messages";
 import { call, createUser, expectError, json, owner, type TestUser } from "../helpers";
 import { waitFor } from "../peers";
@@ -181,7 +181,7 @@ describe('docs/channels.md, "Channel preferences"', () => {
     expect(rows.find((r) => r.method === "inbox")?.status).not.toBe("inhibited");
   });
 
-  it("mandatory templates ignore the switches, and cannot be switched off", async () => {
+  it("mandatory templates ignore the switches, cannot be switched off, and never go to the user's targets", async () => {
     const user = await createUser();
     await reach(user);
     await call("PUT", "/users/me/notifications/channels", {
@@ -204,7 +204,11 @@ describe('docs/channels.md, "Channel preferences"', () => {
         createdBy: "system",
       },
     );
-    expect(copies(rows).map((c) => c.status)).toEqual(["pending", "pending", "pending"]);
+    // Both browsers, locked on; no target: a security notice's "This wasn't me" is for the account holder alone.
+    expect(copies(rows).map((c) => [c.method, c.status])).toEqual([
+      ["push", "pending"],
+      ["push", "pending"],
+    ]);
   });
 
   it("GET lists every template × channel, e-mail, push and each target; PUT answers the same list", async () => {
@@ -216,8 +220,15 @@ describe('docs/channels.md, "Channel preferences"', () => {
     const channels = new Set(list.map((e) => e.channel));
     expect(channels).toEqual(new Set(["email", "push", `target:${target}`, `target:${unverified}`]));
     expect(list.every((e) => e.enabled)).toBe(true);
-    const templates = new Set(list.map((e) => e.template_id));
-    expect(list.length).toBe(templates.size * 4);
+    // Each template on each channel it can reach: the passcode by e-mail only, a security notice on no target.
+    const all = [
+      ...(await json<{ id: string }[]>(await call("GET", "/notifications/templates/system", { token: user.token }))),
+      ...(await json<{ id: string }[]>(await call("GET", "/notifications/templates/custom", { token: user.token }))),
+    ];
+    const reachable = (id: string) => (id === TEMPLATE_IDS.oneTimePasscode ? 1 : MANDATORY_TEMPLATE_IDS.includes(id) ? 2 : 4);
+    expect(list.length).toBe(all.reduce((n, t) => n + reachable(t.id), 0));
+    expect(list.filter((e) => e.template_id === TEMPLATE_IDS.oneTimePasscode).map((e) => e.channel)).toEqual(["email"]);
+    expect(list.filter((e) => e.template_id === TEMPLATE_IDS.passwordChanged).map((e) => e.channel)).toEqual(["email", "push"]);
 
     const put = await json<typeof list>(
       await call("PUT", `/users/${user.id}/notifications/channels`, {

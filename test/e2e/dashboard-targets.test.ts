@@ -171,9 +171,11 @@ describe.skipIf(!browserAvailable)('docs/dashboard.md, "Channels"', () => {
     const mandatory = templates.find((t) => MANDATORY_TEMPLATE_IDS.includes(t.id as (typeof MANDATORY_TEMPLATE_IDS)[number]));
     const optional = templates.find((t) => !MANDATORY_TEMPLATE_IDS.includes(t.id as (typeof MANDATORY_TEMPLATE_IDS)[number]));
     if (!mandatory || !optional) throw new Error("no templates");
-    const locked = grid.getByRole("checkbox", { name: `${mandatory.name} by Team alerts` });
+    const locked = grid.getByRole("checkbox", { name: `${mandatory.name} by Push` });
     expect(await locked.isChecked()).toBe(true);
     expect(await locked.isDisabled()).toBe(true);
+    // A security notice never goes to the person's own channels: no switch there.
+    expect(await grid.getByRole("checkbox", { name: `${mandatory.name} by Team alerts` }).count()).toBe(0);
 
     await grid.getByRole("checkbox", { name: `${optional.name} by Push` }).uncheck();
     await grid.getByRole("checkbox", { name: `${optional.name} by Team alerts` }).uncheck();

@@ -16,7 +16,10 @@ async function loadTemplates() {
   return [...system, ...custom];
 }
 
-/** Mandatory templates reach every channel (docs/channels.md, "Channel preferences"); the passcode only e-mail. */
+/**
+ * Mandatory templates reach e-mail and push, locked on, but never the person's own channels; the passcode goes by
+ * e-mail only (docs/channels.md, "One copy per destination").
+ */
 const MANDATORY = new Set<string>(MANDATORY_TEMPLATE_IDS);
 const EMAIL_ONLY = new Set<string>([TEMPLATE_IDS.oneTimePasscode]);
 /** The API takes at most this many switches per PUT. */
@@ -106,11 +109,14 @@ export function ChannelGrid() {
                 {channels.map((channel) => {
                   const k = key(template.id, channel.id);
                   const locked = MANDATORY.has(template.id);
-                  const never = EMAIL_ONLY.has(template.id) && channel.id !== "email";
+                  const never = EMAIL_ONLY.has(template.id) ? channel.id !== "email" : locked && channel.id.startsWith("target:");
                   return (
                     <td key={channel.id}>
                       {never ? (
-                        <span class="muted" title="A passcode goes by e-mail only">
+                        <span
+                          class="muted"
+                          title={EMAIL_ONLY.has(template.id) ? "A passcode goes by e-mail only" : "Security notices never go to your own channels"}
+                        >
                           —
                         </span>
                       ) : (
