@@ -24,6 +24,11 @@ export default defineConfig(async () => {
             OIDC_ISSUER_URL: inject("oidcIssuer"),
             GITHUB_WEB_URL: inject("githubWebUrl"),
             GITHUB_API_URL: inject("githubApiUrl"),
+            // Push endpoints and users' own targets may point only at the stand-ins (docs/targets.md, "Outbound
+            // safety"); tests reach their control APIs at the same origins (test/peers.ts, test/targets/stand-ins.ts).
+            OUTBOUND_ALLOWED_ORIGINS: `${inject("pushServiceUrl")},${inject("targetsOrigin")}`,
+            PUSH_SERVICE_URL: inject("pushServiceUrl"),
+            TARGETS_URL: inject("targetsOrigin"),
           },
         },
       })),

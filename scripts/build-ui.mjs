@@ -1,5 +1,5 @@
-// Builds what the browser loads (docs/dashboard.md): the dashboard (src/dashboard, Preact) and the embeddable inbox
-// (src/embed, no framework) into dist/public, the directory wrangler.toml's [assets] serves. esbuild does the work;
+// Builds what the browser loads (docs/dashboard.md): the dashboard (src/dashboard, Preact), its service worker
+// (src/sw, docs/push.md) with the Herald icon, and the embeddable inbox (src/embed, no framework) into dist/public, the directory wrangler.toml's [assets] serves. esbuild does the work;
 // nothing is fetched at build or run time. Run by wrangler's [build] step (npm start, the deploy, build:check) and by
 // the test suites' global setup, so every path that serves the Worker serves a fresh build.
 import { createHash } from "node:crypto";
@@ -8,6 +8,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { build } from "esbuild";
+import { heraldIconPng } from "./icon.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const PUBLIC_DIR = path.join(root, "dist", "public");
@@ -42,6 +43,18 @@ export async function buildUi() {
     jsxImportSource: "preact",
   });
   const embed = await build({ ...common, entryPoints: { inbox: "src/embed/inbox.ts" }, outdir: "dist/public/embed" });
+  // The icon push notifications show, named by its content like the bundles; the service worker is told its name.
+  const icon = heraldIconPng(192);
+  const iconName = `herald-icon-${hash(icon)}.png`;
+  // A classic script (not a module), so every browser that has push can register it; at the root, so its scope is
+  // the whole origin.
+  const serviceWorker = await build({
+    ...common,
+    format: "iife",
+    entryPoints: { sw: "src/sw/sw.ts" },
+    outdir: "dist/public",
+    define: { HERALD_ICON: JSON.stringify(`/assets/${iconName}`) },
+  });
 
   // The directory is never emptied: several Heralds of one checkout (the suites start them in parallel) build into it
   // while others already serve from it, and a file that is briefly missing is an empty 404 to a browser. Each file
@@ -67,6 +80,9 @@ export async function buildUi() {
   }
   const [embedFile] = embed.outputFiles;
   put(path.join("embed", "inbox.js"), embedFile.contents);
+  put(path.join("assets", iconName), icon);
+  const [serviceWorkerFile] = serviceWorker.outputFiles;
+  put("sw.js", serviceWorkerFile.contents);
 
   const template = readFileSync(path.join(root, "src", "dashboard", "index.html"), "utf8");
   const html = template.replace("%STYLE%", names[".css"]).replace("%SCRIPT%", names[".js"]);
@@ -83,7 +99,8 @@ export async function buildUi() {
   // the same names, so it loses nothing here.
   for (const name of readdirSync(path.join(PUBLIC_DIR, "assets"))) {
     const relative = path.join("assets", name);
-    if (/^dashboard-[0-9a-f]{10}\.(js|css)$/.test(name) && !written.has(relative)) rmSync(path.join(PUBLIC_DIR, relative), { force: true });
+    const hashed = /^dashboard-[0-9a-f]{10}\.(js|css)$/.test(name) || /^herald-icon-[0-9a-f]{10}\.png$/.test(name);
+    if (hashed && !written.has(relative)) rmSync(path.join(PUBLIC_DIR, relative), { force: true });
   }
   return sizes;
 }

@@ -1,7 +1,7 @@
 // `npm start`: a fresh clone to a running local Herald in one command.
 // Run it through npm, which puts node_modules/.bin (with the pinned Node 24) first in PATH: wrangler needs Node ≥ 22.
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -15,15 +15,36 @@ const require = createRequire(import.meta.url);
 const wranglerPkg = require.resolve("wrangler/package.json");
 const wranglerBin = path.join(path.dirname(wranglerPkg), require(wranglerPkg).bin.wrangler);
 
-/** SECRET_KEY is required (docs/configuration.md). Locally it lives in the gitignored .dev.vars; an existing key is never replaced,
- *  because changing it would invalidate signed cookies and stored one-time-passcode HMACs. */
-function ensureSecretKey() {
+/** Appends `lines` to .dev.vars (created owner-only), on a line of their own. */
+function appendDevVars(lines) {
   const current = existsSync(devVars) ? readFileSync(devVars, "utf8") : "";
-  if (/^\s*SECRET_KEY\s*=\s*\S/m.test(current)) return;
   const separator = current === "" || current.endsWith("\n") ? "" : "\n";
-  const secret = randomBytes(48).toString("base64url"); // 64 characters, 384 bits
-  writeFileSync(devVars, `${current}${separator}SECRET_KEY=${secret}\n`, { mode: 0o600 });
+  writeFileSync(devVars, `${current}${separator}${lines.join("\n")}\n`, { mode: 0o600 });
+}
+
+const isSetIn = (text, name) => new RegExp(`^\\s*${name}\\s*=\\s*\\S`, "m").test(text);
+
+/**
+ * SECRET_KEY is required (docs/configuration.md). Locally it lives in the gitignored .dev.vars; an existing key is
+ * never replaced, because changing it would invalidate signed cookies and stored one-time-passcode HMACs.
+ */
+function ensureSecretKey() {
+  if (isSetIn(existsSync(devVars) ? readFileSync(devVars, "utf8") : "", "SECRET_KEY")) return;
+  appendDevVars([`SECRET_KEY=${randomBytes(48).toString("base64url")}`]); // 64 characters, 384 bits
   console.log("Generated a development SECRET_KEY in .dev.vars (local use only; production uses `wrangler secret put`).");
+}
+
+/**
+ * The VAPID key pair that signs Web Push (docs/push.md, "Keys"), made like SECRET_KEY when neither key is there. An
+ * existing pair is never replaced: every browser subscribed with its public key, and a new one would orphan them all.
+ */
+function ensureVapidKeys() {
+  const current = existsSync(devVars) ? readFileSync(devVars, "utf8") : "";
+  if (isSetIn(current, "VAPID_PUBLIC_KEY") || isSetIn(current, "VAPID_PRIVATE_KEY")) return;
+  const { x, y, d } = generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ format: "jwk" });
+  const publicKey = Buffer.concat([Buffer.of(4), Buffer.from(x, "base64url"), Buffer.from(y, "base64url")]).toString("base64url");
+  appendDevVars([`VAPID_PUBLIC_KEY=${publicKey}`, `VAPID_PRIVATE_KEY=${d}`]);
+  console.log("Generated a development VAPID key pair for Web Push in .dev.vars (local use only; production uses `wrangler secret put`).");
 }
 
 /**
@@ -63,8 +84,11 @@ const port = process.env.PORT ?? "8787";
 const extra = process.argv.slice(2);
 const envFiles = extra.flatMap((arg, i) => (arg === "--env-file" && extra[i + 1] ? [path.resolve(extra[i + 1])] : []));
 
-// With --env-file, wrangler reads those files instead of .dev.vars, and they must bring their own SECRET_KEY.
-if (envFiles.length === 0) ensureSecretKey();
+// With --env-file, wrangler reads those files instead of .dev.vars, and they must bring their own keys.
+if (envFiles.length === 0) {
+  ensureSecretKey();
+  ensureVapidKeys();
+}
 
 /**
  * ACCESS_URL follows PORT, so links in notifications and the OAuth callback URLs point at this server, unless it is

@@ -9,6 +9,7 @@ import { onRevocation } from "./auth/revocation";
 import { authRoutes } from "./auth/routes";
 import { authzRoutes } from "./authz/routes";
 import { broadcastRoutes } from "./broadcasts/routes";
+import { channelRoutes } from "./channels/routes";
 import { d1Bookmarks } from "./db/session";
 import { externalLoginRoutes } from "./external/routes";
 import { apiCors } from "./http/cors";
@@ -26,8 +27,10 @@ import { describeRoute } from "./openapi/describe";
 import { OpenApiDocumentSchema } from "./openapi/schemas";
 import { passkeyRoutes } from "./passkeys/routes";
 import { privacyRoutes } from "./privacy/routes";
+import { pushRoutes } from "./push/routes";
 import { scheduleRoutes } from "./schedule/routes";
 import { securityRoutes } from "./security/routes";
+import { targetRoutes } from "./targets/routes";
 import { keyRoutes } from "./users/keys";
 import { reserveUsernames } from "./users/reserved";
 import { userRoutes } from "./users/routes";
@@ -47,7 +50,10 @@ const api = new Hono<AppEnv>()
   .route("/", notificationRoutes)
   .route("/", broadcastRoutes)
   .route("/", preferenceRoutes)
+  .route("/", pushRoutes)
   .route("/", scheduleRoutes)
+  .route("/", channelRoutes)
+  .route("/", targetRoutes)
   .route("/", auditRoutes)
   .route("/", privacyRoutes)
   .route("/", userRoutes);

@@ -70,6 +70,9 @@ export interface Env {
   OIDC_SIGN_IN_TEXT?: string;
   OIDC_ICON_URL?: string;
   OIDC_EMAIL_DOMAIN?: string;
+  VAPID_PUBLIC_KEY?: string;
+  VAPID_PRIVATE_KEY?: string;
+  VAPID_SUBJECT?: string;
   GITHUB_CLIENT_ID?: string;
   GITHUB_CLIENT_SECRET?: string;
   GITHUB_WEB_URL?: string;

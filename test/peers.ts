@@ -7,6 +7,7 @@
 import { env } from "cloudflare:workers";
 import PostalMime, { type Address } from "postal-mime";
 import type { RecordedEmail, RecordedWebhook, ScriptedResponse } from "./peers/global-setup";
+import type { ReceivedPush, ScriptedPushAnswer } from "./peers/push-service";
 import type { LabEmail, LabProfile } from "./peers/smtp-lab";
 
 /** A message the SMTP peer accepted, with its envelope and the parsed RFC 822 content. */
@@ -171,4 +172,52 @@ export async function labServer(profile: LabProfile): Promise<LabHandle> {
 /** Sets the clock the lab servers judge time by (greylisting); null returns them to real time. */
 export async function setLabClock(now: number | null): Promise<void> {
   await (await control("POST", "/control/lab/clock", { now })).body?.cancel();
+}
+
+/** A browser subscribed at the Web Push service stand-in (test/peers/push-service.ts). */
+export interface PushBrowser {
+  /** The stand-in's name for it, to read what it received and script its answers. */
+  token: string;
+  /** The subscription as `PushSubscription.toJSON()` would give it to Herald. */
+  subscription: { endpoint: string; keys: { p256dh: string; auth: string } };
+}
+
+export type { ReceivedPush, ScriptedPushAnswer };
+
+const base64url = (bytes: ArrayBuffer | Uint8Array) =>
+  btoa(String.fromCharCode(...new Uint8Array(bytes)))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
+
+/**
+ * A new browser, as `pushManager.subscribe()` makes one: its own P-256 key pair and auth secret, generated here, and
+ * an endpoint at the stand-in, which keeps the private key to decrypt what is pushed to it.
+ */
+export async function subscribeBrowser(): Promise<PushBrowser> {
+  const pair = (await crypto.subtle.generateKey({ name: "ECDH", namedCurve: "P-256" }, true, ["deriveBits"])) as CryptoKeyPair;
+  const publicKey = base64url((await crypto.subtle.exportKey("raw", pair.publicKey)) as ArrayBuffer);
+  const { d } = (await crypto.subtle.exportKey("jwk", pair.privateKey)) as JsonWebKey;
+  const auth = base64url(crypto.getRandomValues(new Uint8Array(16)));
+  const res = await fetch(`${env.PUSH_SERVICE_URL}/control/push/browsers`, {
+    method: "POST",
+    body: JSON.stringify({ publicKey, privateKey: d, auth }),
+  });
+  if (!res.ok) throw new Error(`push stand-in: ${res.status} ${await res.text()}`);
+  const { token, endpoint } = await res.json<{ token: string; endpoint: string }>();
+  return { token, subscription: { endpoint, keys: { p256dh: publicKey, auth } } };
+}
+
+/** Every push the stand-in received for `browser`, oldest first, decrypted. */
+export async function receivedPushes(browser: PushBrowser): Promise<ReceivedPush[]> {
+  const res = await fetch(`${env.PUSH_SERVICE_URL}/control/push/browsers/${browser.token}/received`);
+  if (!res.ok) throw new Error(`push stand-in: ${res.status} ${await res.text()}`);
+  return res.json<ReceivedPush[]>();
+}
+
+/** Queues the stand-in's answers to the next pushes to `browser`; afterwards it answers 201. */
+export async function scriptPushService(browser: PushBrowser, answers: ScriptedPushAnswer[]): Promise<void> {
+  const res = await fetch(`${env.PUSH_SERVICE_URL}/control/push/browsers/${browser.token}/script`, { method: "POST", body: JSON.stringify(answers) });
+  if (!res.ok) throw new Error(`push stand-in: ${res.status} ${await res.text()}`);
+  await res.body?.cancel();
 }

@@ -294,11 +294,14 @@ async function seedUsers({ count, prefix, createdAt, perStatement = 2500 }, env)
  * One unread inbox item per user (ids prefix + index), its e-mail copy held for a digest window ending at endsAt:
  * the two RPCs the enqueue makes for a user with a digest (deliver, holdForDigest), parallel at most at a time.
  */
-async function holdDigests({ prefix, from, count, parallel, endsAt, templateId }, env) {
+async function holdDigests({ prefix, from, count, parallel, endsAt, spreadMs = 0, total = 1, templateId }, env) {
   const started = Date.now();
   const users = [];
   for (let i = from; i < from + count; i++) users.push(prefix + "-" + i);
   await pool(users, parallel, async (userId) => {
+    // User i's window ends i/total of the way through [endsAt, endsAt + spreadMs): windows "ending in the same minute".
+    const index = Number(userId.slice(prefix.length + 1));
+    const windowEnd = endsAt + Math.floor((index * spreadMs) / total);
     const stub = env.USER_INBOX.get(env.USER_INBOX.idFromName(userId));
     const id = crypto.randomUUID();
     await stub.deliver({
@@ -306,7 +309,7 @@ async function holdDigests({ prefix, from, count, parallel, endsAt, templateId }
       title: "Nightly build passed", content: "All tests passed on main.", icon: "",
       actions: [{ label: "View", url: "http://localhost:8787/builds/1" }], createdAt: new Date().toISOString(),
     }, INBOX_LIMITS);
-    await stub.holdForDigest({ notificationId: id, messageId: crypto.randomUUID() }, endsAt, {
+    await stub.holdForDigest({ notificationId: id, messageId: crypto.randomUUID() }, windowEnd, {
       user_id: userId, user_email: userId + "@bench.example.com", user_name: "", user_username: userId,
     });
   });
@@ -354,10 +357,14 @@ async function rpcBaseline({ userId, n }, env) {
   }
   return Response.json({ durations });
 }
-async function digestsQueued({ templateId }, env) {
+async function digestsQueued({ templateId, withRows = false }, env) {
   const row = await env.DB.prepare("SELECT count(*) AS n, min(created_at) AS first, max(created_at) AS last FROM notification_messages WHERE template_id = ?")
     .bind(templateId).first();
-  return Response.json(row);
+  if (!withRows) return Response.json(row);
+  // Each digest's user and when it was queued, for the lag behind its own window's end.
+  const { results } = await env.DB.prepare("SELECT payload ->> 'user_username' AS user, created_at AS at FROM notification_messages WHERE template_id = ?")
+    .bind(templateId).all();
+  return Response.json({ ...row, rows: results });
 }
 /**
  * count audit entries straight into D1 (audit.mjs), one a minute back from now, their actors taken in turn from

@@ -1,6 +1,8 @@
+import type { SQL } from "drizzle-orm";
 import type { Context } from "hono";
 import type { Database } from "../db/client";
-import { auditLogs } from "../db/schema";
+import { insertWhere } from "../db/insert-where";
+import { type AuditLogInsert, auditLogs } from "../db/schema";
 import type { AppEnv } from "../http/types";
 import { nowIso } from "../lib/crypto";
 import { USER_AGENT_MAX } from "../security/device";
@@ -25,7 +27,19 @@ export interface AuditEvent {
  * either both commit or neither does.
  */
 export function auditInsert(db: Database, c: Context<AppEnv>, event: AuditEvent) {
-  return db.insert(auditLogs).values({
+  return db.insert(auditLogs).values(auditRow(c, event));
+}
+
+/**
+ * The audit insert of a change that may not happen: written only if `condition` holds when it runs, in the same
+ * `db.batch()` as the change (a target created only within its user's cap, docs/targets.md).
+ */
+export function auditInsertWhere(db: Database, c: Context<AppEnv>, event: AuditEvent, condition: SQL) {
+  return insertWhere(db, auditLogs, auditRow(c, event), condition);
+}
+
+function auditRow(c: Context<AppEnv>, event: AuditEvent): Required<AuditLogInsert> {
+  return {
     id: crypto.randomUUID(),
     time: nowIso(),
     userId: event.userId !== undefined ? event.userId : (c.get("auth")?.user.id ?? null),
@@ -36,6 +50,26 @@ export function auditInsert(db: Database, c: Context<AppEnv>, event: AuditEvent)
     ip: clientIp(c),
     requestId: c.get("requestId") ?? "",
     userAgent: (c.req.header("User-Agent") ?? "").slice(0, USER_AGENT_MAX),
+    statusCode: event.statusCode ?? 200,
+  };
+}
+
+/**
+ * An entry for what Herald did by itself, outside any request: no actor, address or request id. Delivery writes one
+ * when a push service says a subscription is gone and Herald removes it (docs/push.md, "Delivery").
+ */
+export function systemAuditInsert(db: Database, event: Omit<AuditEvent, "userId">) {
+  return db.insert(auditLogs).values({
+    id: crypto.randomUUID(),
+    time: nowIso(),
+    userId: null,
+    action: event.action,
+    resourceType: event.resourceType,
+    resourceId: event.resourceId,
+    diff: event.diff ?? {},
+    ip: "",
+    requestId: "",
+    userAgent: "",
     statusCode: event.statusCode ?? 200,
   });
 }

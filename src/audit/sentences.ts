@@ -27,6 +27,12 @@ function newValue(value: unknown): unknown {
 /** "2 sessions", "1 API token"; undefined for what is not a count. */
 const count = (value: unknown, noun: string) => (typeof value === "number" ? `${value} ${noun}${value === 1 ? "" : "s"}` : undefined);
 
+const TARGET_KINDS: Record<string, string> = {
+  webhook: "a webhook",
+  slack: "a Slack channel",
+  teams: "a Microsoft Teams channel",
+  discord: "a Discord channel",
+};
 const LOGIN_TYPES: Record<string, string> = { password: "a password", oidc: "OpenID Connect", github: "GitHub", none: "no sign-in" };
 const loginType = (value: unknown) => LOGIN_TYPES[String(value)] ?? String(value);
 const FACTORS: Record<string, string> = {
@@ -110,6 +116,14 @@ export function describeEntry(entry: DescribedEntry): string {
       return `${actor} removed passkey ${quote(text(d.name) ?? entry.resourceId)}`;
     case "suspect passkey":
       return `A passkey of ${entry.actor ?? "an unknown user"} was refused and set aside: its signature counter went backwards`;
+    case "create push_subscription":
+      return `${actor} turned on push notifications in ${quote(text(d.name) ?? entry.resourceId)}`;
+    case "update push_subscription":
+      return `${actor} renewed the push subscription of ${quote(text(d.name) ?? entry.resourceId)}`;
+    case "delete push_subscription":
+      return `${actor} turned off push notifications in ${quote(text(d.name) ?? entry.resourceId)}`;
+    case "expire push_subscription":
+      return `The push service ended the subscription of ${quote(text(d.name) ?? entry.resourceId)}, so Herald removed it`;
     case "update deployment_config":
       if (entry.resourceId === "notifier_paused")
         return `${actor} ${newValue(d.notifier_paused) === true ? "paused" : "resumed"} notification delivery`;
@@ -120,6 +134,16 @@ export function describeEntry(entry: DescribedEntry): string {
       return `${actor} changed ${entry.resourceId === entry.userId ? "their" : `${entry.resourceId}'s`} notification preferences`;
     case "update notification_schedule":
       return `${actor} changed ${entry.resourceId === entry.userId ? "their" : `${entry.resourceId}'s`} quiet hours and digest`;
+    case "create notification_target":
+      return `${actor} added ${TARGET_KINDS[String(d.kind)] ?? "a notification target"} ${quote(text(d.name) ?? entry.resourceId)}`;
+    case "verify notification_target":
+      return `${actor} verified notification target ${quote(text(d.name) ?? entry.resourceId)}`;
+    case "verify_failed notification_target":
+      return `${actor} entered an incorrect code for notification target ${quote(text(d.name) ?? entry.resourceId)}`;
+    case "delete notification_target":
+      return d.reason === "too many incorrect codes"
+        ? `Notification target ${quote(text(d.name) ?? entry.resourceId)} of ${entry.actor ?? "an unknown user"} was removed after too many incorrect codes`
+        : `${actor} removed notification target ${quote(text(d.name) ?? entry.resourceId)}`;
     case "create notification_broadcast":
       return `${actor} sent a broadcast${typeof d.recipients === "number" ? ` to ${d.recipients} ${d.recipients === 1 ? "person" : "people"}` : ""}`;
   }

@@ -1,7 +1,7 @@
 import { and, eq, ne, type SQL, sql } from "drizzle-orm";
 import type { BatchItem, BatchResponse } from "drizzle-orm/batch";
 import type { Database } from "../db/client";
-import { apiKeys, notMeUses, organizationMembers, type UserRow, userDevices, userErasures, userLinks, users } from "../db/schema";
+import { apiKeys, notificationTargets, notMeUses, organizationMembers, type UserRow, userDevices, userErasures, userLinks, users } from "../db/schema";
 import type { Env } from "../env";
 import type { Background } from "../lib/background";
 import { nowIso } from "../lib/crypto";
@@ -75,6 +75,8 @@ export function deleteAccount(db: Database, userId: string, now = nowIso()): Acc
       db.delete(userLinks).where(eq(userLinks.userId, userId)),
       // Its second factors too: an authenticator app's secret is not kept for an account that is gone.
       ...removeAllFactors(db, userId),
+      // Its own channels too: a target's URL is a credential to someone's channel (docs/targets.md).
+      db.delete(notificationTargets).where(eq(notificationTargets.userId, userId)),
       db.insert(userErasures).values({ userId, step: "inbox", requestedAt: now, updatedAt: now }).onConflictDoNothing(),
       db.delete(apiKeys).where(eq(apiKeys.userId, userId)),
     ],

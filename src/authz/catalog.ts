@@ -17,6 +17,8 @@ export const RESOURCE_ACTIONS = {
   notification_template: ["read", "update"],
   /** Broadcasts (docs/broadcasts.md): owners and user admins send them and follow their progress. */
   notification_broadcast: ["create", "read"],
+  /** A user's own webhook, Slack, Teams or Discord target (docs/targets.md); `update` is entering its verification code. */
+  notification_target: crud,
   deployment_config: ["read", "update"],
   organization: crud,
   organization_member: crud,

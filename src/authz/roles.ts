@@ -71,6 +71,7 @@ export const SITE_ROLES = {
       { type: "inbox_notification", actions: ["read", "update"] },
       { type: "notification_preference", actions: ["read", "update"] },
       { type: "notification_message", actions: ["create"] },
+      { type: "notification_target", actions: all },
     ],
   },
 } as const satisfies Record<string, RoleDefinition>;

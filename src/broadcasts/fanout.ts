@@ -1,4 +1,6 @@
 import { and, asc, eq, gt, gte, isNull, lt, sql } from "drizzle-orm";
+import { channelAllows, channelOf, plannedCopies } from "../channels/model";
+import { destinationQueriesForMany, destinationsByUser } from "../channels/store";
 import { getConfig } from "../config/config";
 import { type Database, database } from "../db/client";
 import {
@@ -10,6 +12,7 @@ import {
   type MessageRow,
   notificationMessages,
   notificationPreferences,
+  notificationSchedules,
   notificationTemplates,
   type TemplateRow,
   users,
@@ -20,10 +23,13 @@ import { inboxLimits } from "../inbox/retention";
 import { derivedUuid, nowIso } from "../lib/crypto";
 import { limiter } from "../lib/limit";
 import { enqueueExternal } from "../notifications/dispatch";
-import { initialState, isReadAware, messagePayload } from "../notifications/enqueue";
+import { initialState, isReadAware, messagePayload, switchedOff } from "../notifications/enqueue";
 import { renderTemplate } from "../notifications/render";
 import { isPaused, pausedQuery } from "../notifications/settings";
 import { TEMPLATE_IDS } from "../notifications/templates";
+import { holdForDigest, holdForQuietHours } from "../schedule/hold";
+import type { Schedule } from "../schedule/model";
+import { scheduleOf } from "../schedule/store";
 import { audienceCondition, shardCount, shardRange } from "./audience";
 
 /**
@@ -179,7 +185,7 @@ export async function deliverSteps(
   const db = database(env.DB);
   const broadcastIds = JSON.stringify([...new Set(steps.map((s) => s.deliver))]);
   const userIds = JSON.stringify([...new Set(steps.flatMap((s) => s.userIds))]);
-  const [found, templates, recipients, preferences, paused] = await db.batch([
+  const [found, templates, recipients, preferences, paused, schedules, subscriptions, targets, switchRows] = await db.batch([
     db.select().from(broadcasts).where(sql`${broadcasts.id} IN (SELECT value FROM json_each(${broadcastIds}))`),
     db.select().from(notificationTemplates).where(eq(notificationTemplates.id, TEMPLATE_IDS.broadcast)),
     db
@@ -197,6 +203,8 @@ export async function deliverSteps(
         ),
       ),
     pausedQuery(db),
+    db.select().from(notificationSchedules).where(sql`${notificationSchedules.userId} IN (SELECT value FROM json_each(${userIds}))`),
+    ...destinationQueriesForMany(db, userIds, TEMPLATE_IDS.broadcast),
   ]);
   const template = templates[0];
   if (!template) throw new Error("the Broadcast template is missing (drizzle/0006_broadcasts.sql)");
@@ -204,6 +212,8 @@ export async function deliverSteps(
   const byId = new Map(found.map((b) => [b.id, b]));
   const people = new Map(recipients.map((u) => [u.id, u]));
   const disabledBy = new Map(preferences.map((p) => [p.userId, p.disabled]));
+  const reachOf = destinationsByUser(subscriptions, targets, switchRows);
+  const scheduleFor = new Map(schedules.map((row) => [row.userId, scheduleOf(row)]));
 
   const outcomes = await Promise.all(
     steps.map(async (step) => {
@@ -213,7 +223,8 @@ export async function deliverSteps(
       const itemIds = new Map(await Promise.all(live.map(async (userId) => [userId, await inboxItemId(broadcast.id, userId)] as const)));
       // Those deleted meanwhile count as delivered: there is no one left to deliver to, and the progress must converge.
       const delivered = (await deliverItems(env, broadcast, template, config, itemIds, run)) + (step.userIds.length - live.length);
-      const copies = await externalCopies(config, broadcast, template, itemIds, people, disabledBy);
+      const copies = await externalCopies(config, broadcast, template, itemIds, people, disabledBy, reachOf);
+      await holdBySchedule(env, copies, template, people, scheduleFor);
       return { step, broadcast, delivered, copies };
     }),
   );
@@ -298,8 +309,10 @@ async function deliverItems(
 }
 
 /**
- * The message-log rows of a message's e-mail/webhook copies, as the recipients' preferences allow
- * (docs/broadcasts.md), for each recipient's inbox item (`itemIds`: user id → item id) whose user is known.
+ * The message-log rows of a message's external copies, as the recipients' preferences allow (docs/broadcasts.md):
+ * the e-mail/webhook copy, and one per push subscription and verified target (docs/channels.md), for each
+ * recipient's inbox item (`itemIds`: user id → item id) whose user is known. Ids are derived from (broadcast, user,
+ * method, destination), so a redelivered batch inserts nothing new.
  */
 async function externalCopies(
   config: ReturnType<typeof getConfig>,
@@ -308,29 +321,40 @@ async function externalCopies(
   itemIds: Map<string, string>,
   people: Map<string, { id: string; email: string; name: string; username: string }>,
   disabledBy: Map<string, boolean>,
+  reachOf: ReturnType<typeof destinationsByUser>,
 ): Promise<MessageRow[]> {
-  const method = template.method || config.NOTIFICATIONS_METHOD;
-  const readAware = isReadAware(method, broadcast.emailWhenUnreadAfterMs, true);
+  const templateMethod = template.method || config.NOTIFICATIONS_METHOD;
   const at = Date.now();
   const now = nowIso(at);
   const labels = labelsOf(broadcast);
   const copies = [...itemIds].flatMap(([userId, itemId]) => {
     const user = people.get(userId);
-    return user ? [{ user, itemId }] : [];
+    if (!user) return [];
+    const preference = disabledBy.get(user.id);
+    const disabled = !template.mandatory && (preference ?? !template.enabledByDefault);
+    const { destinations, switches } = reachOf(user.id);
+    return plannedCopies([templateMethod], destinations, template, disabled).map((copy) => ({
+      ...copy,
+      user,
+      itemId,
+      preference,
+      disabled,
+      switches,
+    }));
   });
   return Promise.all(
-    copies.map(async ({ user, itemId }): Promise<MessageRow> => {
-      const preference = disabledBy.get(user.id);
-      const disabled = !template.mandatory && (preference ?? !template.enabledByDefault);
+    copies.map(async ({ method, destination, user, itemId, preference, disabled, switches }): Promise<MessageRow> => {
+      const readAware = isReadAware(method, broadcast.emailWhenUnreadAfterMs, true);
+      const initial = initialState(config, method, disabled ? (preference !== undefined ? "preference" : "default") : undefined);
       return {
-        id: await derivedUuid("broadcast", broadcast.id, user.id, method),
+        id: await derivedUuid("broadcast", broadcast.id, user.id, method, ...(destination === null ? [] : [destination])),
         // The inbox item's id: a read-aware e-mail asks the recipient's object about this item.
         notificationId: itemId,
         templateId: template.id,
         userId: user.id,
         method,
-        destination: null,
-        ...initialState(config, method, disabled ? (preference !== undefined ? "preference" : "default") : undefined),
+        destination,
+        ...switchedOff(initial, channelAllows(switches, method, destination, template.mandatory) ? undefined : channelOf(method, destination)),
         payload: messagePayload(template, user, { labels, targets: broadcast.targets }),
         targets: broadcast.targets,
         createdBy: broadcast.createdBy,
@@ -346,6 +370,36 @@ async function externalCopies(
   );
 }
 
+/**
+ * Quiet hours and digests apply to a broadcast's copies as to any notification's (docs/schedule.md): each recipient
+ * with a schedule has theirs held. Only recipients with a digest cost an RPC (their object opens or joins a window).
+ */
+async function holdBySchedule(
+  env: Env,
+  copies: MessageRow[],
+  template: TemplateRow,
+  people: Map<string, { id: string; email: string; name: string; username: string }>,
+  scheduleFor: Map<string, Schedule>,
+): Promise<void> {
+  const at = Date.now();
+  const byUser = new Map<string, MessageRow[]>();
+  for (const copy of copies) {
+    if (!scheduleFor.has(copy.userId)) continue;
+    const rows = byUser.get(copy.userId);
+    if (rows) rows.push(copy);
+    else byUser.set(copy.userId, [copy]);
+  }
+  await Promise.all(
+    [...byUser].map(async ([userId, rows]) => {
+      const schedule = scheduleFor.get(userId);
+      const user = people.get(userId);
+      if (!schedule || !user) return;
+      holdForQuietHours(rows, template, schedule, at);
+      if (schedule.digest.kind !== "off" && !template.mandatory) await holdForDigest(env, rows, schedule, user, at);
+    }),
+  );
+}
+
 /** The Broadcast template's labels: the broadcast's own title and message, as N1 passes them to its template. */
 function labelsOf(broadcast: BroadcastRow): Record<string, string> {
   return { custom_title: broadcast.title, custom_message: broadcast.message };
@@ -354,8 +408,7 @@ function labelsOf(broadcast: BroadcastRow): Record<string, string> {
 /**
  * The message-log rows of a consumer batch's copies (up to 1,000) in one statement: the rows travel as one JSON
  * parameter (D1 binds at most 100), and a row whose derived id is already there (a redelivered batch) is left as it
- * is, whatever became of it since. The SELECT lists every column in the schema's order, as drizzle's INSERT … SELECT
- * names them (`destination` is null: a broadcast's copies go by the deployment's method, not to a subscription or target).
+ * is, whatever became of it since. The SELECT lists every column in the schema's order (src/db/schema.ts), as Drizzle's INSERT … SELECT names them.
  */
 function insertCopies(db: Database, rows: MessageRow[]) {
   const json = JSON.stringify(
@@ -365,6 +418,7 @@ function insertCopies(db: Database, rows: MessageRow[]) {
       template_id: r.templateId,
       user_id: r.userId,
       method: r.method,
+      destination: r.destination,
       status: r.status,
       status_reason: r.statusReason,
       payload: r.payload,
@@ -379,8 +433,8 @@ function insertCopies(db: Database, rows: MessageRow[]) {
   return db
     .insert(notificationMessages)
     .select(
-      sql`SELECT value ->> 'id', value ->> 'notification_id', value ->> 'template_id', value ->> 'user_id', value ->> 'method', NULL,
-        value ->> 'status', value ->> 'status_reason', value -> 'payload', value -> 'targets', value ->> 'created_by', 0,
+      sql`SELECT value ->> 'id', value ->> 'notification_id', value ->> 'template_id', value ->> 'user_id', value ->> 'method',
+        value ->> 'destination', value ->> 'status', value ->> 'status_reason', value -> 'payload', value -> 'targets', value ->> 'created_by', 0,
         value ->> 'next_retry_after', NULL, value ->> 'created_at', value ->> 'created_at', NULL, value ->> 'send_if_unread'
         FROM json_each(${json}) WHERE true`,
     )

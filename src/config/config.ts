@@ -16,6 +16,11 @@ export type Config = z.output<typeof configSchema> & {
   emailFrom: Mailbox;
   /** EMAIL_HELLO, else ACCESS_URL's host name (an IP address as an address literal, `[192.0.2.1]`). */
   emailHello: string;
+  /**
+   * The `sub` of every VAPID token (docs/push.md, "Keys"): VAPID_SUBJECT; else `mailto:` and EMAIL_FROM's address; else
+   * ACCESS_URL when it is https; else `mailto:` and the default sender address.
+   */
+  vapidSubject: string;
 };
 
 export class ConfigError extends Error {
@@ -41,16 +46,18 @@ export function getConfig(env: Env): Config {
   const url = new URL(parsed.data.ACCESS_URL);
   const host = url.hostname;
   const ipLiteral = /^\d+\.\d+\.\d+\.\d+$/.test(host) ? `[${host}]` : host.startsWith("[") ? `[IPv6:${host.slice(1, -1)}]` : undefined;
+  const emailFrom = (parsed.data.EMAIL_FROM && parseMailbox(parsed.data.EMAIL_FROM)) || {
+    name: "Herald",
+    address: `noreply@${ipLiteral ? "localhost" : host}`,
+  };
   const config: Config = {
     ...parsed.data,
     origin: url.origin,
     secure: url.protocol === "https:",
     rpId: host,
-    emailFrom: (parsed.data.EMAIL_FROM && parseMailbox(parsed.data.EMAIL_FROM)) || {
-      name: "Herald",
-      address: `noreply@${ipLiteral ? "localhost" : host}`,
-    },
+    emailFrom,
     emailHello: parsed.data.EMAIL_HELLO ?? ipLiteral ?? host,
+    vapidSubject: parsed.data.VAPID_SUBJECT ?? (parsed.data.EMAIL_FROM || url.protocol !== "https:" ? `mailto:${emailFrom.address}` : url.origin),
   };
   cache.set(env, config);
   return config;

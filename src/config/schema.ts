@@ -2,6 +2,7 @@ import * as z from "zod";
 import { EMBED_KEY_ID } from "../auth/embed-token";
 import { SITE_ROLES, type SiteRoleName } from "../authz/roles";
 import { parseMailbox } from "../notifications/email/address";
+import { fromBase64url, P256_POINT_BYTES } from "../push/encryption";
 import { parseDuration } from "./duration";
 
 // The variables Herald reads and how each is validated (docs/configuration.md). Kept free of Worker types so the
@@ -63,6 +64,12 @@ const embedSigningKeys = z
     });
     return keys as ReadonlyMap<string, string>;
   });
+
+/** An uncompressed P-256 point in base64url; whether it lies on the curve is checked when the key is imported. */
+const isPoint = (text: string) => {
+  const bytes = fromBase64url(text);
+  return bytes?.byteLength === P256_POINT_BYTES && bytes[0] === 0x04;
+};
 
 const optionalText = z
   .string()
@@ -203,6 +210,23 @@ export const configSchema = z
           .map((d) => d.trim().toLowerCase())
           .filter((d) => d !== ""),
       ),
+    /**
+     * The VAPID key pair that signs every push message (docs/push.md, "Keys"): the public key is an uncompressed P-256
+     * point, the private key its 32-byte scalar, both unpadded base64url. Without them Web Push is off.
+     */
+    VAPID_PUBLIC_KEY: optionalText.refine(
+      (v) => v === undefined || isPoint(v),
+      `must be an uncompressed P-256 public key: ${P256_POINT_BYTES} bytes (04…), base64url`,
+    ),
+    VAPID_PRIVATE_KEY: optionalText.refine(
+      (v) => v === undefined || fromBase64url(v)?.byteLength === 32,
+      "must be a P-256 private key: 32 bytes, base64url",
+    ),
+    /** Who push services may contact about this sender: a `mailto:` or `https:` URL (RFC 8292, section 2.1). */
+    VAPID_SUBJECT: optionalText.refine(
+      (v) => v === undefined || /^(mailto:[^\s@]+@[^\s@]+|https:\/\/\S+)$/.test(v),
+      "must be a mailto: or https: URL",
+    ),
     GITHUB_CLIENT_ID: optionalText,
     GITHUB_CLIENT_SECRET: optionalText,
     /** GitHub's web (authorize, token) and API base URLs; configurable for GitHub Enterprise and for tests. */
@@ -224,6 +248,10 @@ export const configSchema = z
     }
     if (c.OIDC_ICON_URL && !/^(https?:\/\/|\/)/i.test(c.OIDC_ICON_URL)) {
       ctx.addIssue({ code: "custom", path: ["OIDC_ICON_URL"], message: "must be an http(s) URL or a path such as /icon/oidc.svg" });
+    }
+    if ((c.VAPID_PUBLIC_KEY === undefined) !== (c.VAPID_PRIVATE_KEY === undefined)) {
+      const missing = c.VAPID_PUBLIC_KEY === undefined ? "VAPID_PUBLIC_KEY" : "VAPID_PRIVATE_KEY";
+      ctx.addIssue({ code: "custom", path: [missing], message: "is required with the other VAPID key: set both or neither" });
     }
     if (c.GITHUB_CLIENT_ID && !c.GITHUB_CLIENT_SECRET) {
       ctx.addIssue({ code: "custom", path: ["GITHUB_CLIENT_SECRET"], message: "is required with GITHUB_CLIENT_ID" });

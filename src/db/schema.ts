@@ -626,3 +626,5 @@ export type OrganizationRow = typeof organizations.$inferSelect;
 export type BroadcastRow = typeof broadcasts.$inferSelect;
 export type AuditLogInsert = typeof auditLogs.$inferInsert;
 export type PasskeyRow = typeof passkeys.$inferSelect;
+export type NotificationTargetRow = typeof notificationTargets.$inferSelect;
+export type PushSubscriptionRow = typeof pushSubscriptions.$inferSelect;

@@ -8,6 +8,7 @@ import type { DigestFate } from "../inbox/digests";
 import { nowIso } from "../lib/crypto";
 import { DIGEST_TEMPLATE, renderDigest, settleHeld, settleListed } from "../schedule/digest";
 import { ScheduleMessages } from "../schedule/messages";
+import { TARGET_VERIFICATION_TEMPLATE } from "../targets/template";
 import { sendToInbox } from "./channels/inbox";
 import { sendPush } from "./channels/push";
 import { sendEmail } from "./channels/smtp";
@@ -18,7 +19,7 @@ import { renderTemplate } from "./render";
 import { unseal } from "./sealed";
 import { readPaused } from "./settings";
 import { moveMessages } from "./status";
-import { DIGEST_TEMPLATE_ID, TEMPLATE_IDS } from "./templates";
+import { DIGEST_TEMPLATE_ID, TARGET_VERIFICATION_TEMPLATE_ID, TEMPLATE_IDS } from "./templates";
 
 const CHANNELS: Record<DispatchMethod, Channel> = { smtp: sendEmail, webhook: sendWebhook, inbox: sendToInbox, push: sendPush, target: sendTarget };
 /**
@@ -191,9 +192,10 @@ export async function dispatchMessage(
     await db.delete(notificationMessages).where(eq(notificationMessages.id, id));
     return "skipped";
   }
-  // A digest is written by code, not from a stored template (docs/schedule.md, "Digests").
+  // A digest and a target's verification are written by code, not from a stored template (docs/schedule.md,
+  // "Digests"; docs/targets.md, "Verification").
   const digest = message.templateId === DIGEST_TEMPLATE_ID;
-  const template = digest ? DIGEST_TEMPLATE : templates[0];
+  const template = digest ? DIGEST_TEMPLATE : message.templateId === TARGET_VERIFICATION_TEMPLATE_ID ? TARGET_VERIFICATION_TEMPLATE : templates[0];
 
   const expiresAt = expiryOf(config, message);
   try {
@@ -254,7 +256,8 @@ export async function dispatchMessage(
       console.error(`[herald] delivery of message ${id} failed unexpectedly: ${error instanceof Error ? error.name : "error"}`);
     const age = now - Date.parse(message.createdAt);
     // The last try falls at the maximum age itself, not somewhere past it.
-    const retryAt = Math.min(now + backoffMs(config, message.attempts), Date.parse(message.createdAt) + config.NOTIFICATIONS_MAX_AGE);
+    const wait = Math.max(backoffMs(config, message.attempts), failure.retryAfterMs ?? 0);
+    const retryAt = Math.min(now + wait, Date.parse(message.createdAt) + config.NOTIFICATIONS_MAX_AGE);
     if (failure.retryable && expiresAt !== undefined && retryAt >= expiresAt) {
       await finish(db, message, { status: "permanent_failure", statusReason: `${PASSCODE_EXPIRED}; last try: ${failure.message}`, sentAt: null });
       return "failed";

@@ -1,4 +1,6 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, getTableColumns } from "drizzle-orm";
+import { type ChannelKey, channelAllows, channelOf, isPersonal, plannedCopies, switchedOffReason } from "../channels/model";
+import { destinationQueries, destinationsByUser } from "../channels/store";
 import { type Config, getConfig } from "../config/config";
 import { type Database, database } from "../db/client";
 import {
@@ -11,12 +13,11 @@ import {
   type UserRow,
   users,
 } from "../db/schema";
+import { inSlices } from "../db/slices";
 import type { Env } from "../env";
 import type { Background } from "../lib/background";
 import { nowIso, uuidv7 } from "../lib/crypto";
-import { holdForDigest, isHeldByQuietHours } from "../schedule/hold";
-import { ScheduleMessages } from "../schedule/messages";
-import { quietUntil } from "../schedule/model";
+import { holdForDigest, holdForQuietHours } from "../schedule/hold";
 import { scheduleOf, scheduleQuery } from "../schedule/store";
 import { deliverInboxNow, kickMessages } from "./dispatch";
 import { seal } from "./sealed";
@@ -34,6 +35,9 @@ export interface EnqueueRequest {
   /** Who caused it: a user id, or a subsystem name such as "system". */
   createdBy: string;
 }
+
+/** Message-log rows per INSERT: each binds one parameter per column, within D1's 100 (src/db/slices.ts). */
+const ROWS_PER_INSERT = Math.max(1, Math.floor(90 / Object.keys(getTableColumns(notificationMessages)).length));
 
 /** Version of the payload shape (Coder's `types.MessagePayload`). */
 const PAYLOAD_VERSION = "1.2";
@@ -78,11 +82,20 @@ export function initialState(
 }
 
 /**
- * Read-aware e-mail (docs/broadcasts.md) applies to the e-mail copy of a notification that also has an inbox copy,
- * when a delay is set; webhooks feed machines and go out at once.
+ * Read-aware e-mail (docs/broadcasts.md) applies to the copies meant for the person (e-mail, push, their own targets)
+ * of a notification that also has an inbox copy, when a delay is set; the deployment's webhook feeds machines and
+ * goes out at once.
  */
 export function isReadAware(method: DispatchMethod, delayMs: number, hasInboxCopy: boolean): boolean {
-  return method === "smtp" && delayMs > 0 && hasInboxCopy;
+  return isPersonal(method) && delayMs > 0 && hasInboxCopy;
+}
+
+/** A pending copy whose channel the user switched off is recorded `inhibited`, saying so (docs/channels.md). */
+export function switchedOff(
+  initial: { status: InitialStatus; statusReason: string | null },
+  channel: ChannelKey | undefined,
+): { status: InitialStatus; statusReason: string | null } {
+  return channel !== undefined && initial.status === "pending" ? { status: "inhibited", statusReason: switchedOffReason(channel) } : initial;
 }
 
 /**
@@ -113,8 +126,9 @@ export async function enqueueNotification(
       .where(and(eq(notificationPreferences.userId, request.userId), eq(notificationPreferences.templateId, request.templateId))),
     pausedQuery(db),
     scheduleQuery(db, request.userId),
+    ...destinationQueries(db, request.userId, request.templateId),
   ]);
-  const [[templates, recipients, preferences, paused, schedules]] = await Promise.all([reads, admitted]);
+  const [[templates, recipients, preferences, paused, schedules, subscriptions, targets, switchRows]] = await Promise.all([reads, admitted]);
   const template = templates[0];
   const user = recipients[0];
   if (!template) throw new Error(`unknown notification template ${request.templateId}`);
@@ -134,36 +148,41 @@ export async function enqueueNotification(
   // v7 ids: the inbox and the re-drive order by (created_at, id), so ties within a millisecond keep creation order.
   const notificationId = uuidv7();
   const schedule = scheduleOf(schedules[0]);
-  const rows: MessageRow[] = methods.map((method) => {
+  const { destinations, switches } = destinationsByUser(subscriptions, targets, switchRows)(user.id);
+  const copies = plannedCopies(methods, destinations, template, disabled);
+  const rows: MessageRow[] = copies.map(({ method, destination }) => {
     const readAware = isReadAware(method, template.emailWhenUnreadAfterMs, !template.externalOnly);
     const dueAt = readAware ? at + template.emailWhenUnreadAfterMs : at;
-    const initial = initialState(config, method, disabled ? (preference ? "preference" : "default") : undefined);
-    // Quiet hours hold a non-mandatory e-mail that falls due inside a range until it ends (docs/schedule.md).
-    const quietEnd =
-      initial.status === "pending" && isHeldByQuietHours(method, template.mandatory, schedule) ? quietUntil(schedule, dueAt) : undefined;
+    const initial = switchedOff(
+      initialState(config, method, disabled ? (preference ? "preference" : "default") : undefined),
+      channelAllows(switches, method, destination, template.mandatory) ? undefined : channelOf(method, destination),
+    );
     return {
       id: uuidv7(),
       notificationId,
       templateId: template.id,
       userId: user.id,
       method,
-      destination: null,
+      destination,
       ...initial,
-      ...(quietEnd === undefined ? {} : { statusReason: ScheduleMessages.heldQuiet }),
       payload,
       targets: request.targets ?? [],
       createdBy: request.createdBy,
       attempts: 0,
-      nextRetryAfter: quietEnd !== undefined ? nowIso(quietEnd) : readAware ? nowIso(dueAt) : null,
+      nextRetryAfter: readAware ? nowIso(dueAt) : null,
       leasedUntil: null,
       createdAt: now,
       updatedAt: now,
       sentAt: null,
-      sendIfUnread: readAware || (quietEnd !== undefined && !template.externalOnly),
+      sendIfUnread: readAware,
     };
   });
+  holdForQuietHours(rows, template, schedule, at);
   if (schedule.digest.kind !== "off" && !template.mandatory) await holdForDigest(env, rows, schedule, user, at);
-  await db.insert(notificationMessages).values(rows);
+  // One statement per slice of rows, in one batch: D1 binds at most 100 parameters per statement, and a user with a
+  // few targets and browsers has more copies than fit in one.
+  const [first, ...more] = inSlices(rows, ROWS_PER_INSERT).map((slice) => db.insert(notificationMessages).values(slice));
+  if (first) await db.batch([first, ...more]);
 
   const pending = rows.filter((r) => r.status === "pending");
   if (pending.length > 0 && !isPaused(paused)) {

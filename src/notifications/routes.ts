@@ -65,6 +65,7 @@ function toMessageResponse(m: MessageRow) {
     template_id: m.templateId,
     user_id: m.userId,
     method: m.method,
+    destination: m.destination,
     status: m.status,
     status_reason: m.statusReason ?? "",
     attempts: m.attempts,

@@ -142,6 +142,10 @@ const NotificationMessage = named(
     template_id: uuid,
     user_id: uuid,
     method: z.enum(DISPATCH_METHODS),
+    destination: described(
+      "The push subscription (`push`) or the user's own target (`target`) this copy went to; null for the other methods.",
+      uuid.nullable(),
+    ),
     status: z.enum(MESSAGE_STATUSES),
     status_reason: z.string(),
     attempts: count,

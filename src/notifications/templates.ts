@@ -49,3 +49,10 @@ export const MANDATORY_TEMPLATE_IDS: readonly string[] = [
  */
 export const DIGEST_TEMPLATE_ID = "5d0f7a8e-3c1b-4f2a-9e6d-8b7c6a5f4e3d";
 export const DIGEST_TEMPLATE_NAME = "Notification digest";
+
+/**
+ * The verification message of a user's own target (docs/targets.md, "Verification"). Like the digest it is written
+ * by Herald's code (src/targets/verification.ts), never stored, never in a list, and no preference turns it off.
+ */
+export const TARGET_VERIFICATION_TEMPLATE_ID = "334f5861-3a98-4011-9904-1cddebad1703";
+export const TARGET_VERIFICATION_TEMPLATE_NAME = "Target verification";

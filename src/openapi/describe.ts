@@ -23,6 +23,8 @@ type Tag =
   | "Inbox"
   | "Notifications"
   | "Notification preferences"
+  | "Notification targets"
+  | "Web Push"
   | "Broadcasts"
   | "Audit";
 

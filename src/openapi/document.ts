@@ -403,6 +403,11 @@ export function buildOpenApiDocument(routes: readonly RouterRoute[], options: Do
       { name: "Inbox", description: "The caller's inbox: list, watch, read state." },
       { name: "Notifications", description: "Sending, dispatch methods, the notifier setting, templates and the delivery log." },
       { name: "Notification preferences", description: "Per-user template preferences." },
+      {
+        name: "Notification targets",
+        description: "A user's own webhook, Slack, Microsoft Teams and Discord channels, each verified with a code sent to it (docs/targets.md).",
+      },
+      { name: "Web Push", description: "The VAPID public key, and the browsers a user subscribed to Web Push (docs/push.md)." },
       { name: "Broadcasts", description: "One notification to many inboxes, fanned out through the queue (docs/broadcasts.md)." },
       { name: "Audit", description: 'The audit log: who changed what, when and from where (docs/security.md, "The audit log").' },
     ],

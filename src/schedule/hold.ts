@@ -1,17 +1,41 @@
-import type { DispatchMethod, MessageRow, UserRow } from "../db/schema";
+import { isPersonal } from "../channels/model";
+import type { DispatchMethod, MessageRow, TemplateRow, UserRow } from "../db/schema";
 import type { Env } from "../env";
 import { userInbox } from "../inbox/address";
 import { nowIso } from "../lib/crypto";
 import { ScheduleMessages } from "./messages";
-import { digestWindowEnd, type Schedule } from "./model";
+import { digestWindowEnd, quietUntil, type Schedule } from "./model";
 
 /**
- * Which copies quiet hours hold (docs/schedule.md, "Quiet hours"): external copies meant for the person — e-mail —
- * of templates that are not mandatory. The inbox copy (and so every watch frame) is never held, nor is the
- * deployment's webhook, which feeds machines; passcodes and security notices go out at once.
+ * Which copies quiet hours hold (docs/schedule.md, "Quiet hours"): external copies meant for the person — e-mail,
+ * push, their own targets — of templates that are not mandatory. The inbox copy (and so every watch frame) is never
+ * held, nor is the deployment's webhook, which feeds machines; passcodes and security notices go out at once.
  */
-export function isHeldByQuietHours(method: DispatchMethod, mandatory: boolean, schedule: Schedule): boolean {
-  return method === "smtp" && !mandatory && schedule.quietHours.length > 0;
+function isHeldByQuietHours(method: DispatchMethod, mandatory: boolean, schedule: Schedule): boolean {
+  return isPersonal(method) && !mandatory && schedule.quietHours.length > 0;
+}
+
+/**
+ * Holds the copies among `rows` (pending, not yet stored) that fall due inside a quiet range until it ends
+ * (docs/schedule.md, "Quiet hours"): each keeps `pending` with the reason `quiet hours` and `next_retry_after` at the
+ * range's end, when the recipient's inbox object says whether the item is still unread (unless the template has no
+ * inbox copy, which nothing can read).
+ */
+export function holdForQuietHours(
+  rows: MessageRow[],
+  template: Pick<TemplateRow, "mandatory" | "externalOnly">,
+  schedule: Schedule,
+  at: number,
+): void {
+  for (const row of rows) {
+    if (row.status !== "pending" || !isHeldByQuietHours(row.method, template.mandatory, schedule)) continue;
+    const dueAt = row.nextRetryAfter === null ? at : Date.parse(row.nextRetryAfter);
+    const end = quietUntil(schedule, dueAt);
+    if (end === undefined) continue;
+    row.statusReason = ScheduleMessages.heldQuiet;
+    row.nextRetryAfter = nowIso(end);
+    row.sendIfUnread = !template.externalOnly;
+  }
 }
 
 /**

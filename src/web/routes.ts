@@ -122,6 +122,26 @@ export const webRoutes = new Hono<AppEnv>()
     dashboardPage,
   )
   .get(
+    "/sw.js",
+    describeRoute({
+      operationId: "serviceWorkerScript",
+      summary: "The dashboard's service worker: shows Web Push messages as system notifications",
+      description:
+        'Registered by the dashboard at the root, so its scope is the whole origin (docs/push.md, "The dashboard"). It has no fetch handler: it never stands between the dashboard and the network.',
+      tags: ["Meta"],
+      responses: [{ status: 200, description: "The script (JavaScript).", schema: z.string(), contentType: "text/javascript" }],
+    }),
+    async (c) => {
+      const res = served(await asset(c, "/sw.js"));
+      res.headers.set("Content-Type", "text/javascript; charset=utf-8");
+      // Browsers look for a new worker at most a day apart anyway; revalidating every time makes a deploy's arrive at once.
+      res.headers.set("Cache-Control", "no-cache");
+      // The worker's own policy: it loads nothing (the notification icon is the browser's to fetch, from this origin).
+      res.headers.set("Content-Security-Policy", "default-src 'none'; img-src 'self'");
+      return res;
+    },
+  )
+  .get(
     "/embed/inbox.js",
     describeRoute({
       operationId: "embedInboxScript",

@@ -65,6 +65,13 @@ describe('docs/security.md, "The audit log": description', () => {
     [entry("create", "passkey", { diff: { name: "Yubi" } }), 'alice added passkey "Yubi"'],
     [entry("delete", "passkey", { diff: { name: "Yubi" } }), 'alice removed passkey "Yubi"'],
     [entry("suspect", "passkey"), "A passkey of alice was refused and set aside: its signature counter went backwards"],
+    [entry("create", "push_subscription", { diff: { name: "Chrome 131 on Linux" } }), 'alice turned on push notifications in "Chrome 131 on Linux"'],
+    [entry("update", "push_subscription", { diff: { name: "Laptop" } }), 'alice renewed the push subscription of "Laptop"'],
+    [entry("delete", "push_subscription", { diff: { name: "Laptop" } }), 'alice turned off push notifications in "Laptop"'],
+    [
+      entry("expire", "push_subscription", { diff: { name: "Laptop" }, userId: null, actor: null }),
+      'The push service ended the subscription of "Laptop", so Herald removed it',
+    ],
     [
       entry("update", "deployment_config", { resourceId: "notifier_paused", diff: { notifier_paused: { old: false, new: true } } }),
       "alice paused notification delivery",
@@ -73,6 +80,14 @@ describe('docs/security.md, "The audit log": description', () => {
     [entry("update", "notification_preference", { resourceId: ALICE }), "alice changed their notification preferences"],
     [entry("update", "notification_schedule", { resourceId: ALICE }), "alice changed their quiet hours and digest"],
     [entry("create", "notification_broadcast", { diff: { recipients: 3 } }), "alice sent a broadcast to 3 people"],
+    [entry("create", "notification_target", { diff: { kind: "slack", name: "Ops" } }), 'alice added a Slack channel "Ops"'],
+    [entry("verify", "notification_target", { diff: { kind: "slack", name: "Ops" } }), 'alice verified notification target "Ops"'],
+    [entry("verify_failed", "notification_target", { diff: { name: "Ops" } }), 'alice entered an incorrect code for notification target "Ops"'],
+    [entry("delete", "notification_target", { diff: { name: "Ops" } }), 'alice removed notification target "Ops"'],
+    [
+      entry("delete", "notification_target", { diff: { name: "Ops", reason: "too many incorrect codes" } }),
+      'Notification target "Ops" of alice was removed after too many incorrect codes',
+    ],
     [entry("frobnicate", "widget", { resourceId: "w1", userId: crypto.randomUUID(), actor: null }), "An unknown user did frobnicate on widget w1"],
   ];
   it.each(cases.map(([given, expected]) => [expected, given] as const))("%s", (expected, given) => {

@@ -99,6 +99,11 @@ describe('site roles (docs/authorization.md, "Site roles")', () => {
       "notification_preference:read",
       "notification_preference:update",
       "notification_message:create",
+      // The user's own targets (docs/targets.md, "Who may do what").
+      "notification_target:create",
+      "notification_target:read",
+      "notification_target:update",
+      "notification_target:delete",
       ...SITE_GRANTS.member,
     ];
     for (const [type, action] of PAIRS) expect(can(me, action, { type, ownerId: "u1" }), `${type}:${action}`).toBe(own.includes(`${type}:${action}`));

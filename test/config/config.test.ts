@@ -29,6 +29,12 @@ describe("configuration (docs/configuration.md): invalid settings fail loudly, n
     ["an embed signing key without an id", { EMBED_SIGNING_KEYS: "0123456789abcdefghijklmnopqrstuvwxyz" }, /EMBED_SIGNING_KEYS/],
     ["an embed signing key with a short secret", { EMBED_SIGNING_KEYS: "k1:short" }, /EMBED_SIGNING_KEYS/],
     ["an embed key id with a dot", { EMBED_SIGNING_KEYS: "k.1:0123456789abcdefghijklmnopqrstuvwxyz" }, /EMBED_SIGNING_KEYS/],
+    ["a VAPID public key without its private key", { VAPID_PRIVATE_KEY: "" }, /VAPID_PRIVATE_KEY/],
+    ["a VAPID private key without its public key", { VAPID_PUBLIC_KEY: "" }, /VAPID_PUBLIC_KEY/],
+    ["a compressed VAPID public key", { VAPID_PUBLIC_KEY: "AzBO8vn9WJe0yTJ5rMzOPSliMDFKhRuESlJAJD4MXk_e" }, /VAPID_PUBLIC_KEY/],
+    ["a VAPID public key in padded base64", { VAPID_PUBLIC_KEY: `${WORKERD_VARS.VAPID_PUBLIC_KEY}=` }, /VAPID_PUBLIC_KEY/],
+    ["a VAPID private key of 30 bytes", { VAPID_PRIVATE_KEY: WORKERD_VARS.VAPID_PRIVATE_KEY.slice(0, 40) }, /VAPID_PRIVATE_KEY/],
+    ["a VAPID subject that is no mailto: or https: URL", { VAPID_SUBJECT: "http://herald.example.com" }, /VAPID_SUBJECT/],
     [
       "an embed key id given twice",
       { EMBED_SIGNING_KEYS: "k1:0123456789abcdefghijklmnopqrstuvwxyz,k1:zyxwvutsrqponmlkjihgfedcba9876543210" },
@@ -46,6 +52,16 @@ describe("configuration (docs/configuration.md): invalid settings fail loudly, n
     expect(() => configWith({ SECRET_KEY: "tiny-secret" })).not.toThrow(/tiny-secret/);
     expect(() => configWith({ EMBED_SIGNING_KEYS: "k1:tiny-embed-secret" })).not.toThrow(/tiny-embed-secret/);
     expect(() => configWith({ EMBED_SIGNING_KEYS: "tiny-embed-secret-without-an-id" })).not.toThrow(/tiny-embed/);
+    expect(() => configWith({ VAPID_PRIVATE_KEY: "tiny-vapid-secret" })).not.toThrow(/tiny-vapid-secret/);
+  });
+
+  it('derives the VAPID subject: VAPID_SUBJECT, else EMAIL_FROM, else an https ACCESS_URL, else the default sender (docs/push.md, "Keys")', () => {
+    expect(configWith({ VAPID_SUBJECT: "https://status.example.com/contact" }).vapidSubject).toBe("https://status.example.com/contact");
+    expect(configWith({ VAPID_SUBJECT: "", EMAIL_FROM: "Alerts <alerts@example.com>" }).vapidSubject).toBe("mailto:alerts@example.com");
+    expect(configWith({ VAPID_SUBJECT: "", EMAIL_FROM: "", ACCESS_URL: "https://herald.example.com/" }).vapidSubject).toBe(
+      "https://herald.example.com",
+    );
+    expect(configWith({ VAPID_SUBJECT: "", EMAIL_FROM: "", ACCESS_URL: "http://localhost:8787" }).vapidSubject).toBe("mailto:noreply@localhost");
   });
 
   it("reads STEP_UP_MAX_AGE and MFA_REQUIRED_ROLES, with their defaults (docs/second-factor.md)", () => {

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { expect } from "vitest";
 import { freePort, startLocalHerald } from "../../scripts/local-herald.mjs";
-import { PINNED_VARS } from "../fixtures/vars";
+import { PINNED_VARS, TEST_VAPID_KEYS } from "../fixtures/vars";
 
 export { freePort };
 
@@ -28,6 +28,8 @@ export async function startHerald(
 ): Promise<RunningHerald> {
   const settings: Record<string, string> = {
     ...PINNED_VARS,
+    // Web Push on, with the suites' key pair (docs/push.md, "Keys"); a run may unset it to see push off.
+    ...TEST_VAPID_KEYS,
     ACCESS_URL: `http://localhost:${port}`,
     SECRET_KEY: randomBytes(32).toString("hex"),
     ...vars,

@@ -232,6 +232,21 @@ describe("every endpoint over real HTTP", () => {
     expect((await owner.users[":user"].notifications.preferences.$put({ param: { user: "me" }, json: { template_disabled_map: {} } })).status).toBe(
       200,
     );
+    // Web Push (docs/push.md): the public key, and a browser subscribed, listed and removed (nothing is pushed to it).
+    const { public_key: publicKey } = await (await anonymous.notifications.push["public-key"].$get()).json();
+    expect(publicKey).toMatch(/^B[\w-]{86}$/);
+    const browser = {
+      endpoint: "https://fcm.googleapis.com/fcm/send/e2e-story",
+      keys: { p256dh: "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4", auth: "BTBZMqHH6r4Tts7J_aSIgg" },
+    };
+    const subscribed = await owner.users[":user"]["push-subscriptions"].$post({ param: { user: "me" }, json: browser });
+    expect(subscribed.status).toBe(201);
+    const subscription = (await subscribed.json()) as { id: string; endpoint_origin: string };
+    expect(subscription.endpoint_origin).toBe("https://fcm.googleapis.com");
+    expect((await (await owner.users[":user"]["push-subscriptions"].$get({ param: { user: "me" } })).json()).map((s) => s.id)).toEqual([
+      subscription.id,
+    ]);
+    expect((await owner.users[":user"]["push-subscriptions"][":id"].$delete({ param: { user: "me", id: subscription.id } })).status).toBe(204);
 
     // A7 and external sign-in through the real OpenID provider.
     const convert = await owner.users[":user"]["convert-login"].$post({ param: { user: temp.id }, json: { password: "x", to_type: "oidc" } });

@@ -13,6 +13,8 @@ import { ACCEPTED_UNITS, REFUSED_EVERYWHERE, REFUSED_IN_A_LINE } from "../fixtur
 import { stateChecks } from "../fixtures/stored-state";
 import { call, createUser, json, owner, type TestUser } from "../helpers";
 import { creationOptions, SoftAuthenticator } from "../passkeys/authenticator";
+import { subscribeBrowser } from "../peers";
+import { standInPath, standInUrl } from "../targets/stand-ins";
 
 const checks = stateChecks("all");
 
@@ -149,6 +151,31 @@ const FIELDS: Field[] = [
       enroller = enrollers[enrolled++ % enrollers.length];
       return { name, response: await (await SoftAuthenticator.create()).register(await creationOptions(enroller?.token ?? "")) };
     },
+    unicode: true,
+    success: 201,
+    stored: async (res) => (await json<{ name: string }>(res)).name,
+  },
+  {
+    name: "POST /users/{user}/push-subscriptions",
+    field: "name",
+    lines: "single",
+    method: "POST",
+    path: "/users/me/push-subscriptions",
+    token: () => member.token,
+    // A browser of its own each time: the same endpoint again would update the first one (200).
+    body: async (name) => ({ ...(await subscribeBrowser()).subscription, name }),
+    unicode: true,
+    success: 201,
+    stored: async (res) => (await json<{ name: string }>(res)).name,
+  },
+  {
+    name: "POST /users/{user}/notification-targets",
+    field: "name",
+    lines: "single",
+    method: "POST",
+    path: "/users/me/notification-targets",
+    token: () => member.token,
+    body: (name) => ({ kind: "slack", url: standInUrl(standInPath("slack")), name }),
     unicode: true,
     success: 201,
     stored: async (res) => (await json<{ name: string }>(res)).name,

@@ -32,7 +32,7 @@ const DELIBERATE_WARNINGS: Record<string, { why: string; where: RegExp }> = {
   "operation-4xx-response": {
     why: "no input, no credential",
     where:
-      /^#\/paths\/(~1healthz|~1|~1reset-password|~1reset-password~1change|~1not-me|~1deployment~1notifications|~1deployment~1users|~1embed~1inbox\.js|~1api~1v2~1openapi\.json|~1api~1v2~1auth~1scopes|~1api~1v2~1users~1authmethods)\/(get|head)\/responses$|\/options\/responses$/,
+      /^#\/paths\/(~1healthz|~1|~1reset-password|~1reset-password~1change|~1not-me|~1deployment~1notifications|~1deployment~1users|~1embed~1inbox\.js|~1sw\.js|~1api~1v2~1openapi\.json|~1api~1v2~1auth~1scopes|~1api~1v2~1users~1authmethods)\/(get|head)\/responses$|\/options\/responses$/,
   },
   // The provider callbacks answer 302 (a browser redirect) and the watch 101 (a WebSocket upgrade), never 2xx.
   "operation-2xx-response": {

@@ -221,4 +221,24 @@ describe('exactly once (docs/schedule.md, "Exactly once")', () => {
     expect(await statusOf(user, a.email.id)).toMatchObject({ status: "sent", status_reason: ScheduleMessages.inDigest(digestId) });
     expect(await mailsTo(user)).toHaveLength(1);
   });
+
+  it("the message log's own guard: a window handed off again (the object lost the mark) adds no second digest, nor a second e-mail", async () => {
+    const user = await digestUser("1m");
+    const inbox = userInbox(env, user.id);
+    const a = await notify(user, "Handed off twice");
+    const end = windowEndOf(a.email);
+    const [first] = await inbox.endDigests(end);
+    const digestId = first?.[0] ?? "";
+    expect(await dispatchMessage(env, digestId, end)).toBe("sent");
+    // As if the object had died after the D1 batch and before recording the hand-off: the window is due again, and
+    // the object — its own guard gone — hands it off a second time. Only the message log's guard is left.
+    await runInDurableObject(inbox, (_instance, state) => {
+      state.storage.sql.exec("UPDATE digest_windows SET hand_off_at = ?", end);
+    });
+    const [again] = await inbox.endDigests(end + 1);
+    expect(again).toEqual([digestId]);
+    expect((await rowsOf(user.id)).filter((r) => r.template_id === DIGEST_TEMPLATE_ID).map((r) => [r.id, r.status])).toEqual([[digestId, "sent"]]);
+    expect(await dispatchMessage(env, digestId, end + 2)).toBe("not_taken");
+    expect(await mailsTo(user)).toHaveLength(1);
+  });
 });

@@ -99,6 +99,37 @@ describe("GET /embed/inbox.js: the embeddable inbox (docs/embed.md)", () => {
   });
 });
 
+describe('GET /sw.js: the dashboard\'s service worker (docs/push.md, "The dashboard")', () => {
+  it("is a classic script at the root, revalidated on every check, under a policy that loads nothing", async () => {
+    const res = await page("/sw.js");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Type")).toBe("text/javascript; charset=utf-8");
+    expect(res.headers.get("Cache-Control")).toBe("no-cache");
+    expect(res.headers.get("Content-Security-Policy")).toBe("default-src 'none'; img-src 'self'");
+    // No Service-Worker-Allowed: at the root, its scope is the whole origin without it.
+    expect(res.headers.get("Service-Worker-Allowed")).toBeNull();
+    const script = await res.text();
+    expect(script).not.toMatch(/^\s*(import|export)\b/m);
+    expect(script).toContain('addEventListener("push"');
+    expect(script).toContain('addEventListener("notificationclick"');
+    expect(script).not.toContain('addEventListener("fetch"');
+  });
+
+  it("shows the Herald icon, a PNG it names by content, served for a year", async () => {
+    const script = await (await page("/sw.js")).text();
+    const icon = /"(\/assets\/herald-icon-[0-9a-f]{10}\.png)"/.exec(script)?.[1] ?? "";
+    const res = await page(icon);
+    expect(res.status, icon).toBe(200);
+    expect(res.headers.get("Content-Type")).toBe("image/png");
+    expect(res.headers.get("Cache-Control")).toBe("public, max-age=31536000, immutable");
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    expect([...bytes.subarray(0, 8)]).toEqual([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+    // 192 × 192, as the IHDR chunk says.
+    const header = new DataView(bytes.buffer, 16, 8);
+    expect([header.getUint32(0), header.getUint32(4)]).toEqual([192, 192]);
+  });
+});
+
 describe('GET /users/authmethods (docs/api.md, "Endpoints")', () => {
   it("is public, not read as a user name, and answers Coder's shape", async () => {
     const res = await call("GET", "/users/authmethods");

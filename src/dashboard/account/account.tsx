@@ -1,7 +1,9 @@
 import { useState } from "preact/hooks";
 import type { Me } from "../session";
 import { Page, Time } from "../ui/components";
+import { ChannelsSection } from "./channels";
 import { DataSection } from "./data";
+import { DevicesSection } from "./devices";
 import { loginTypeName } from "./labels";
 import { PasswordSection } from "./password";
 import { SecuritySection } from "./security";
@@ -17,7 +19,9 @@ export function AccountPage({ me }: { me: Me }) {
       <Profile me={me} />
       {me.login_type === "password" ? <PasswordSection onChanged={() => setVersion((v) => v + 1)} /> : null}
       <SecuritySection />
+      <ChannelsSection />
       <SessionsSection version={version} />
+      <DevicesSection />
       <TokensSection version={version} />
       <DataSection />
     </Page>

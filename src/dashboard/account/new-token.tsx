@@ -1,3 +1,4 @@
+import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiProblem, api, call } from "../api";
 import { useAction } from "../ui/action";
@@ -151,19 +152,43 @@ function ScopeBox({
 }
 
 function CreatedToken({ name, secret, onDone }: { name: string; secret: string; onDone(): void }) {
+  return (
+    <CopyableSecret testId="new-token" label="Your new API token" secret={secret} onDone={onDone}>
+      Token “{name}” created. Copy it now: <strong>it will not be shown again.</strong>
+    </CopyableSecret>
+  );
+}
+
+/**
+ * A secret the API shows once (a new API token, a webhook channel's signing secret), focused and selected for copying,
+ * with a Copy button, until the person presses Done.
+ */
+export function CopyableSecret({
+  testId,
+  label,
+  secret,
+  onDone,
+  children,
+}: {
+  testId: string;
+  label: string;
+  secret: string;
+  onDone(): void;
+  /** What was made, and that it will not be shown again. */
+  children: ComponentChildren;
+}) {
   const field = useRef<HTMLInputElement>(null);
   const [copy, setCopy] = useState("");
   useEffect(() => field.current?.focus(), []);
+  const id = `${testId}-value`;
   return (
-    <div class="card stack" data-testid="new-token">
-      <Notice>
-        Token “{name}” created. Copy it now: <strong>it will not be shown again.</strong>
-      </Notice>
+    <div class="card stack" data-testid={testId}>
+      <Notice>{children}</Notice>
       <div class="field">
-        <label for="new-token-value">Your new API token</label>
+        <label for={id}>{label}</label>
         <div class="copy-row">
           <input
-            id="new-token-value"
+            id={id}
             ref={field}
             class="token-value"
             readOnly
@@ -177,7 +202,7 @@ function CreatedToken({ name, secret, onDone }: { name: string; secret: string; 
             onClick={() => {
               navigator.clipboard.writeText(secret).then(
                 () => setCopy("Copied to the clipboard."),
-                () => setCopy("Could not copy: select the token and copy it yourself."),
+                () => setCopy("Could not copy: select it and copy it yourself."),
               );
             }}
           >

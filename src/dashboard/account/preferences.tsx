@@ -4,6 +4,7 @@ import { ApiProblem, api, asProblem, call } from "../api";
 import type { Me } from "../session";
 import { useAction } from "../ui/action";
 import { Empty, Loading, Notice, Page, ProblemAlert } from "../ui/components";
+import { ChannelGrid } from "./channel-grid";
 import { QuietHoursAndDigest } from "./schedule";
 import "./account.css";
 
@@ -156,6 +157,14 @@ export function PreferencesPage(_props: { me: Me }) {
           </div>
         </form>
       )}
+      <section class="pref-group stack" aria-labelledby="channels-heading">
+        <h2 id="channels-heading">Where each notification goes</h2>
+        <p class="muted">
+          Turn a notification off for one channel only: your e-mail, push to your browsers (Account → Devices), or one of your own channels (Account →
+          Channels). The inbox always gets it.
+        </p>
+        <ChannelGrid />
+      </section>
       <QuietHoursAndDigest />
     </Page>
   );

@@ -1,5 +1,10 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import { DIGEST_TEMPLATE_ID, DIGEST_TEMPLATE_NAME } from "../../notifications/templates";
+import {
+  DIGEST_TEMPLATE_ID,
+  DIGEST_TEMPLATE_NAME,
+  TARGET_VERIFICATION_TEMPLATE_ID,
+  TARGET_VERIFICATION_TEMPLATE_NAME,
+} from "../../notifications/templates";
 import { ScheduleMessages } from "../../schedule/messages";
 import { api, call } from "../api";
 import { isOwner, session } from "../session";
@@ -32,7 +37,7 @@ const STATUSES: readonly { value: Status; label: string; tone: "ok" | "danger" |
   { value: "inhibited", label: "Inhibited", tone: "muted" },
   { value: "skipped", label: "Skipped", tone: "muted" },
 ];
-const METHODS: readonly Method[] = ["inbox", "smtp", "webhook"];
+const METHODS: readonly Method[] = ["inbox", "smtp", "webhook", "push", "target"];
 
 const STATUS_OPTIONS: Option[] = [{ value: "", label: "Any status" }, ...STATUSES.map((s) => ({ value: s.value, label: s.label }))];
 const METHOD_OPTIONS: Option[] = [{ value: "", label: "Any method" }, ...METHODS.map((m) => ({ value: m, label: m }))];
@@ -89,10 +94,12 @@ function MessageLog() {
   });
   const names = useAction(async () => {
     const [system, custom] = await Promise.all([call(api.notifications.templates.system.$get()), call(api.notifications.templates.custom.$get())]);
-    // The digest has no stored template (docs/schedule.md, "Digests"); its rows are named all the same.
+    // The digest and a target's verification have no stored template (docs/schedule.md, "Digests"; docs/targets.md,
+    // "Verification"); their rows are named all the same.
     setTemplates([
       ...[...system, ...custom].map((t) => ({ value: t.id, label: t.name })),
       { value: DIGEST_TEMPLATE_ID, label: DIGEST_TEMPLATE_NAME },
+      { value: TARGET_VERIFICATION_TEMPLATE_ID, label: TARGET_VERIFICATION_TEMPLATE_NAME },
     ]);
   });
 

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, call } from "../api";
+import { routeParam } from "../router";
 import type { Me } from "../session";
 import { useAction } from "../ui/action";
 import { useNow } from "../ui/clock";
@@ -128,6 +129,28 @@ function useLoadOnScroll(list: InboxList) {
   return more;
 }
 
+/**
+ * `#/inbox?item=<id>`, where a push notification's click lands (docs/push.md, "What a push carries"): once that item is
+ * listed, it becomes the active row, scrolled into view and focused. The parameter is read on every change of the
+ * address, since a click while the inbox is open only changes it.
+ */
+function useOpenedItem(items: Item[] | undefined, activate: (id: string) => void) {
+  const [wanted, setWanted] = useState(() => routeParam("item"));
+  useEffect(() => {
+    const changed = () => setWanted(routeParam("item"));
+    addEventListener("hashchange", changed);
+    return () => removeEventListener("hashchange", changed);
+  }, []);
+  useEffect(() => {
+    if (!wanted || !items?.some((item) => item.id === wanted)) return;
+    activate(wanted);
+    const row = document.querySelector<HTMLElement>(`[data-testid="inbox-item"][data-id="${CSS.escape(wanted)}"]`);
+    row?.scrollIntoView({ block: "center" });
+    row?.focus();
+    setWanted(null);
+  }, [wanted, items, activate]);
+}
+
 export function InboxPage(_props: { me: Me }) {
   const [view, setView] = useState<ViewId>("all");
   const filters = (VIEWS.find((v) => v.id === view) ?? VIEWS[1]).filters;
@@ -137,6 +160,7 @@ export function InboxPage(_props: { me: Me }) {
   const unread = useStore(unreadCount);
   const arrival = useArrivals(filters);
   const keepFocus = useFocusAfterRemoval(list.items);
+  useOpenedItem(list.items, setActiveId);
   const more = useLoadOnScroll(list);
   const now = useNow();
   const items = list.items ?? [];

@@ -33,6 +33,8 @@ const LABELS: Readonly<Record<string, string>> = {
   one_time_passcode: "Passcode",
   code: "Code",
   token_name: "Token name",
+  url: "URL",
+  kind: "Kind",
   lifetime: "Lifetime",
   scopes: "Scopes",
   content: "Title or message",

@@ -9,6 +9,8 @@ export class DeliveryError extends Error {
   constructor(
     message: string,
     readonly retryable: boolean,
+    /** How long the receiver asked to be left alone (`Retry-After`): the next try waits at least this long. */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
   }

@@ -1,6 +1,7 @@
+import type { RenderedNotification } from "../render";
+import { postJson } from "./post";
 import { type DeliveryContext, DeliveryError } from "./types";
 
-const TIMEOUT_MS = 10_000;
 const encoder = new TextEncoder();
 
 /** Standard Webhooks: a `whsec_` secret is base64 key material; any other secret is used as its UTF-8 bytes. */
@@ -15,9 +16,34 @@ export async function standardWebhookSignature(secret: string, id: string, times
   return `v1,${btoa(String.fromCharCode(...mac))}`;
 }
 
-/** Network errors, timeouts, 408, 429 and 5xx are worth retrying; any other non-2xx is a permanent refusal. */
-function retryableStatus(status: number): boolean {
-  return status === 408 || status === 429 || status >= 500;
+/**
+ * The Standard Webhooks headers of one attempt: the message id as `webhook-id` (the same on every retry, so a receiver
+ * drops a retry it already processed), the attempt's own timestamp, and the signature over both and the body. Used
+ * for the deployment's webhook and for every user's own (docs/email.md, "Webhooks"; docs/targets.md).
+ */
+export async function signWebhook(headers: Headers, secret: string, id: string, body: string): Promise<void> {
+  const timestamp = Math.floor(Date.now() / 1000);
+  headers.set("webhook-id", id);
+  headers.set("webhook-timestamp", String(timestamp));
+  headers.set("webhook-signature", await standardWebhookSignature(secret, id, timestamp, body));
+}
+
+/**
+ * Coder's webhook body (docs/api.md, "Message states, retries, webhooks and SMTP"), the one body of the deployment's
+ * webhook and of a user's own. `type` marks a body that is not a notification: a target's verification message
+ * (docs/targets.md, "Verification").
+ */
+export function webhookBody(messageId: string, payload: Record<string, unknown>, rendered: RenderedNotification, type?: string): string {
+  return JSON.stringify({
+    _version: "1.1",
+    ...(type === undefined ? {} : { type }),
+    msg_id: messageId,
+    payload,
+    title: rendered.title,
+    title_markdown: rendered.titleMarkdown,
+    body: rendered.body,
+    body_markdown: rendered.bodyMarkdown,
+  });
 }
 
 /**
@@ -27,48 +53,15 @@ function retryableStatus(status: number): boolean {
 export async function sendWebhook({ config, message, rendered, payload, deadline }: DeliveryContext): Promise<void> {
   const url = config.NOTIFICATIONS_WEBHOOK_URL;
   if (!url) throw new DeliveryError("webhook delivery is not configured (NOTIFICATIONS_WEBHOOK_URL)", false);
-  const body = JSON.stringify({
-    _version: "1.1",
-    msg_id: message.id,
-    payload,
-    title: rendered.title,
-    title_markdown: rendered.titleMarkdown,
-    body: rendered.body,
-    body_markdown: rendered.bodyMarkdown,
-  });
+  const body = webhookBody(message.id, payload, rendered);
   const headers = new Headers({ "Content-Type": "application/json", "X-Message-Id": message.id });
-  if (config.NOTIFICATIONS_WEBHOOK_SECRET) {
-    const timestamp = Math.floor(Date.now() / 1000);
-    headers.set("webhook-id", message.id);
-    headers.set("webhook-timestamp", String(timestamp));
-    headers.set("webhook-signature", await standardWebhookSignature(config.NOTIFICATIONS_WEBHOOK_SECRET, message.id, timestamp, body));
-  }
-  let response: Response;
-  try {
-    // Never follow a redirect: fetch would turn the POST into a GET without the body and call it a success.
-    response = await fetch(url, {
-      method: "POST",
-      headers,
-      body,
-      redirect: "manual",
-      signal: AbortSignal.timeout(Math.max(1, Math.min(TIMEOUT_MS, deadline - Date.now()))),
-    });
-  } catch (error) {
-    const reason = error instanceof Error && error.name === "TimeoutError" ? "timed out" : "could not connect";
-    throw new DeliveryError(`webhook ${reason}`, true);
-  }
-  if (response.ok) {
-    await response.body?.cancel();
-    return;
-  }
-  if (response.status >= 300 && response.status < 400) {
-    await response.body?.cancel();
-    const location = response.headers.get("location");
-    throw new DeliveryError(
-      `webhook answered ${response.status} (a redirect${location ? ` to ${location.slice(0, 200)}` : ""}); redirects are not followed, set NOTIFICATIONS_WEBHOOK_URL to the final URL`,
-      false,
-    );
-  }
-  const excerpt = (await response.text().catch(() => "")).slice(0, 200);
-  throw new DeliveryError(`webhook answered ${response.status}${excerpt ? `: ${excerpt}` : ""}`, retryableStatus(response.status));
+  if (config.NOTIFICATIONS_WEBHOOK_SECRET) await signWebhook(headers, config.NOTIFICATIONS_WEBHOOK_SECRET, message.id, body);
+  await postJson({
+    url,
+    body,
+    headers,
+    deadline,
+    receiver: "webhook",
+    redirectAdvice: "set NOTIFICATIONS_WEBHOOK_URL to the final URL",
+  });
 }
