@@ -1,7 +1,17 @@
 import { and, eq, ne, type SQL, sql } from "drizzle-orm";
 import type { BatchItem, BatchResponse } from "drizzle-orm/batch";
 import type { Database } from "../db/client";
-import { apiKeys, notificationTargets, notMeUses, organizationMembers, type UserRow, userDevices, userErasures, userLinks, users } from "../db/schema";
+import {
+  apiKeys,
+  notificationTargets,
+  notMeUses,
+  organizationMembers,
+  type UserRow,
+  userDevices,
+  userErasures,
+  userLinks,
+  users,
+} from "../db/schema";
 import type { Env } from "../env";
 import type { Background } from "../lib/background";
 import { nowIso } from "../lib/crypto";
