@@ -60,6 +60,7 @@ describe('the routes that need a recent sign-in (docs/second-factor.md, "Step-up
         "POST /api/v2/users/{user}/mfa/recovery-codes",
         "POST /api/v2/users/{user}/mfa/totp",
         "POST /api/v2/users/{user}/mfa/totp/confirm",
+        "POST /api/v2/users/{user}/notification-targets",
         "POST /api/v2/users/{user}/passkeys",
         "POST /api/v2/users/{user}/passkeys/options",
         "PUT /api/v2/users/{user}/roles",
