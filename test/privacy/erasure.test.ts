@@ -244,7 +244,7 @@ describe('docs/privacy.md, "Erasure": stopped after any step, finished by the cr
     const user = await someData();
     // Deleted as Herald deleted accounts before: the flag set, the rest left as it was.
     await env.DB.prepare("UPDATE users SET deleted = 1 WHERE id = ?").bind(user.id).run();
-    const migration = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0017_privacy_erasure"));
+    const migration = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0015_privacy_erasure"));
     const backfill = migration?.queries.find((q) => q.includes("INSERT INTO `user_erasures`"));
     expect(backfill).toBeDefined();
     await env.DB.prepare(backfill ?? "").run();
