@@ -1,17 +1,27 @@
 // Builds what the browser loads (docs/dashboard.md): the dashboard (src/dashboard, Preact), its service worker
 // (src/sw, docs/push.md) with the Herald icon, and the embeddable inbox (src/embed, no framework) into dist/public, the directory wrangler.toml's [assets] serves. esbuild does the work;
-// nothing is fetched at build or run time. Run by wrangler's [build] step (npm start, the deploy, build:check) and by
+// nothing is fetched at build or run time. Beside them, the password policy's common-password list, which the Worker
+// reads through its ASSETS binding instead of carrying it in its bundle (docs/security.md, "Password policy").
+// Run by wrangler's [build] step (npm start, the deploy, build:check) and by
 // the test suites' global setup, so every path that serves the Worker serves a fresh build.
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
+import commonPasswords from "@zxcvbn-ts/language-common/dist/passwords.json.mjs";
 import { build } from "esbuild";
 import { heraldIconPng } from "./icon.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const PUBLIC_DIR = path.join(root, "dist", "public");
+
+/**
+ * Where the common-password list goes, under dist/public; src/auth/passwords/common-list.ts reads that path. Not
+ * under /assets/, so the Worker's router, which runs first for every request, never serves it
+ * (docs/security.md, "Password policy").
+ */
+const COMMON_PASSWORDS_FILE = "password-policy/common-passwords.json";
 
 /** Budgets of the first load, gzip (docs/dashboard.md#budgets). */
 export const BUDGETS = { dashboard: 100 * 1024, embed: 25 * 1024 };
@@ -61,6 +71,7 @@ export async function buildUi() {
   // is written whole under a temporary name and renamed into place; only stale hashed files are removed, after.
   mkdirSync(path.join(PUBLIC_DIR, "assets"), { recursive: true });
   mkdirSync(path.join(PUBLIC_DIR, "embed"), { recursive: true });
+  mkdirSync(path.join(PUBLIC_DIR, path.dirname(COMMON_PASSWORDS_FILE)), { recursive: true });
   const written = new Set();
   const put = (relative, contents) => {
     const target = path.join(PUBLIC_DIR, relative);
@@ -83,6 +94,9 @@ export async function buildUi() {
   put(path.join("assets", iconName), icon);
   const [serviceWorkerFile] = serviceWorker.outputFiles;
   put("sw.js", serviceWorkerFile.contents);
+  // zxcvbn-ts's list as the package holds it, in its order (zxcvbn ranks a match by its position), as a JSON array:
+  // a file cut short does not parse, so the Worker refuses passwords rather than check them against part of it.
+  put(COMMON_PASSWORDS_FILE, JSON.stringify(commonPasswords));
 
   const template = readFileSync(path.join(root, "src", "dashboard", "index.html"), "utf8");
   const html = template.replace("%STYLE%", names[".css"]).replace("%SCRIPT%", names[".js"]);

@@ -497,8 +497,17 @@ export async function start({ outdir, stateDir, host, secretKey, withoutQueueCon
   // cost about 140 µs of CPU per request on this thread (3× Herald's own /healthz; docs/benchmarks.md, "How it
   // measures"). No measured route is an asset, and on Cloudflare that routing is not the Worker's CPU.
   // BENCH_WITH_ASSETS=1 keeps the router, to measure it.
-  const { assets: _assets, ...withoutAssets } = withAssets;
-  const herald = process.env.BENCH_WITH_ASSETS === "1" ? withAssets : withoutAssets;
+  // Herald still reads one file through its ASSETS binding, the password policy's common-password list
+  // (docs/security.md, "Password policy"): without the router, the binding is workerd's own disk service over the
+  // directory wrangler.toml's [assets] names, which answers a GET of a path with that file.
+  const { assets, ...withoutAssets } = withAssets;
+  const herald =
+    process.env.BENCH_WITH_ASSETS === "1"
+      ? withAssets
+      : {
+          ...withoutAssets,
+          serviceBindings: { ...withoutAssets.serviceBindings, [assets.binding]: { disk: { path: assets.directory, writable: false } } },
+        };
   const modules = bundleModules(outdir, modulesRules);
   // Only wrangler.toml's [vars]: a developer's .dev.vars (which wrangler merges in) must not change what is measured.
   const { vars } = quietly(() => wrangler.unstable_readConfig({ config: path.join(root, "wrangler.toml") }));

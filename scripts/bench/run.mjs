@@ -836,7 +836,7 @@ async function main() {
       "Enumeration timing: each pair alternates an existing account and an unknown e-mail (which goes first alternates too); Mann–Whitney U, two-sided, normal approximation with tie correction (scripts/bench/stats.mjs). |z| < 1.96 means no difference at p = 0.05.",
       process.env.BENCH_WITH_ASSETS === "1"
         ? "BENCH_WITH_ASSETS=1: miniflare's local Static Assets router ran in front of Herald's Worker for every request."
-        : "Static Assets ([assets]) were left out of the bench's miniflare options: locally they put an asset router Worker in front of Herald's on the same thread (BENCH_WITH_ASSETS=1 measures it); no measured route is an asset.",
+        : "Static Assets ([assets]) were left out of the bench's miniflare options: locally they put an asset router Worker in front of Herald's on the same thread (BENCH_WITH_ASSETS=1 measures it); no measured route is an asset. Herald's ASSETS binding, for the password policy's common-password list, was workerd's disk service over dist/public.",
       "Vars come from wrangler.toml only (a local .dev.vars is ignored); SECRET_KEY is generated for the run. The every-minute cron trigger is not registered, so it cannot fire mid-measurement.",
       "POST /notifications/custom also enqueues an e-mail copy (NOTIFICATIONS_METHOD=smtp, no EMAIL_SMARTHOST): it is recorded as a permanent failure at enqueue, as it would be in this configuration, so no queue work runs beside the watch.",
       `Throughput: autocannon, ${settings.connections} connections, ${settings.durationS} s per measurement after a 1 s warm-up, from the Node process that hosts miniflare, on the same machine as workerd. Latency: one keep-alive connection, sequential requests, timed in microseconds.`,

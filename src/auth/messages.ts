@@ -28,6 +28,9 @@ export const AuthMessages = {
   /** `reason` is the strength estimator's warning or suggestion, given a final period here. */
   passwordTooWeak: (reason: string) => `Password is too weak: ${reason.replace(/\.?$/, ".")}`,
   passwordWeakHint: "Add more words that are less common.",
+  /** The 503 of every path that would accept a new password while the common-password list cannot be read. */
+  passwordCheckUnavailable: "Passwords cannot be checked right now. Please try again in a minute.",
+  passwordCheckUnavailableDetail: "The list of common passwords could not be read, and no password is accepted without it.",
   samePassword: "New password cannot match old password.",
   loggedOut: "Logged out!",
   /** Password sign-in's 401 after "This wasn't me", until a passcode reset completes (docs/security.md). */

@@ -14,7 +14,7 @@ import type { Background } from "../lib/background";
 import { nowIso } from "../lib/crypto";
 import { enqueueNotification } from "../notifications/enqueue";
 import { TEMPLATE_IDS } from "../notifications/templates";
-import { describeRoute, errors, NO_BODY, RATE } from "../openapi/describe";
+import { describeRoute, errors, NO_BODY, PASSWORD_CHECK_UNAVAILABLE, RATE } from "../openapi/describe";
 import { named } from "../openapi/registry";
 import { sendSecurityNotice } from "../security/notices";
 import { assertPasswordPolicy, findLiveUserByEmail } from "../users/service";
@@ -145,6 +145,7 @@ export const passwordResetRoutes = new Hono<AppEnv>()
       errors: errors(
         { 400: `\`${AuthMessages.invalidPassword}\` (policy), \`${AuthMessages.incorrectPasscode}\`, or \`${AuthMessages.samePassword}\`` },
         RATE,
+        PASSWORD_CHECK_UNAVAILABLE,
       ),
     }),
     refuseCrossSite,
@@ -153,7 +154,7 @@ export const passwordResetRoutes = new Hono<AppEnv>()
       const body = c.req.valid("json");
       await limitPerIp(c, "otp-change");
       // The policy sees only what the caller sent, so its verdict cannot reveal whether the account exists.
-      assertPasswordPolicy(body.password, { email: body.email });
+      await assertPasswordPolicy(c.env.ASSETS, body.password, { email: body.email });
       await limitPerAccount(c, "otp-change", body.email);
       const db = dbFor(c, "write");
       const config = c.get("config");

@@ -8,7 +8,7 @@ import { forbidden } from "../http/errors";
 import { ResponseBody } from "../http/schemas";
 import type { AppEnv } from "../http/types";
 import { jsonBody } from "../http/validate";
-import { describeRoute, errors, RATE, SET_SESSION_COOKIE } from "../openapi/describe";
+import { describeRoute, errors, PASSWORD_CHECK_UNAVAILABLE, RATE, SET_SESSION_COOKIE } from "../openapi/describe";
 import { commitAccountChanges, endKeys } from "./account-changes";
 import { clearSessionCookie } from "./cookies";
 import { verifyLogin } from "./login";
@@ -130,7 +130,7 @@ export const authRoutes = new Hono<AppEnv>()
       access: "anyone",
       scope: "user:read_personal",
       responses: [{ status: 200, description: "The verdict.", schema: ValidateUserPasswordResponse }],
-      errors: RATE,
+      errors: errors(RATE, PASSWORD_CHECK_UNAVAILABLE),
     }),
     requireAuth,
     jsonBody(validatePasswordBody),
@@ -140,6 +140,6 @@ export const authRoutes = new Hono<AppEnv>()
       // The strength estimate costs about 20 ms of CPU: limited like any password check.
       await limitSensitive(c, "validate-password");
       const { email, username, name } = c.get("auth").user;
-      return c.json(checkPasswordPolicy(password, { email, username, name }), 200);
+      return c.json(await checkPasswordPolicy(c.env.ASSETS, password, { email, username, name }), 200);
     },
   );

@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import type * as z from "zod";
+import { AuthMessages } from "../auth/messages";
 import type { RESOURCE_ACTIONS, ResourceType } from "../authz/catalog";
 import { Messages } from "../http/errors";
 import type { AppEnv } from "../http/types";
@@ -29,7 +30,7 @@ type Tag =
   | "Audit";
 
 type SuccessStatus = 101 | 200 | 201 | 202 | 204 | 302 | 304;
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500 | 502;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500 | 502 | 503;
 /** Documented error statuses of a route, each with the conditions that produce it. */
 export type Errors = Partial<Record<ErrorStatus, string>>;
 
@@ -130,6 +131,11 @@ export function errors(...parts: Errors[]): Errors {
 
 export const RATE: Errors = {
   429: `Rate limited (per client IP, and per account where an e-mail is known): \`${Messages.rateLimited("N", "D")}\` with \`Retry-After\`.`,
+};
+
+/** Every route that checks a new password against the policy (docs/security.md, "Password policy"). */
+export const PASSWORD_CHECK_UNAVAILABLE: Errors = {
+  503: `\`${AuthMessages.passwordCheckUnavailable}\` The list of common passwords could not be read, so no password could be checked; nothing was changed.`,
 };
 
 export const USER_404: Errors = {

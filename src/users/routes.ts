@@ -17,7 +17,7 @@ import { ResponseBody } from "../http/schemas";
 import type { AppEnv } from "../http/types";
 import { jsonBody, queryParams } from "../http/validate";
 import { nowIso } from "../lib/crypto";
-import { describeRoute, type Errors, errors, NO_BODY, noPermission, RATE, USER_404 } from "../openapi/describe";
+import { describeRoute, type Errors, errors, NO_BODY, noPermission, PASSWORD_CHECK_UNAVAILABLE, RATE, USER_404 } from "../openapi/describe";
 import { runErasure } from "../privacy/erasure";
 import { sendSecurityNotice } from "../security/notices";
 import { notifyAccountEvent } from "./events";
@@ -84,7 +84,7 @@ export const userRoutes = new Hono<AppEnv>()
       summary: "Bootstrap the first owner and the default organization",
       tags: ["Users"],
       responses: [{ status: 201, description: "Created.", schema: CreateFirstUserResponse }],
-      errors: errors(INVALID_PASSWORD, { 409: UserMessages.firstUserConflict }),
+      errors: errors(INVALID_PASSWORD, PASSWORD_CHECK_UNAVAILABLE, { 409: UserMessages.firstUserConflict }),
     }),
     refuseCrossSite,
     jsonBody(createFirstUserBody),
@@ -92,7 +92,7 @@ export const userRoutes = new Hono<AppEnv>()
       const body = c.req.valid("json");
       const db = dbFor(c, "write");
       if (await firstUser(db)) throw conflict(UserMessages.firstUserConflict);
-      assertPasswordPolicy(body.password, body);
+      await assertPasswordPolicy(c.env.ASSETS, body.password, body);
       const now = nowIso();
       const userId = crypto.randomUUID();
       const organizationId = crypto.randomUUID();
@@ -142,7 +142,9 @@ export const userRoutes = new Hono<AppEnv>()
       access: "user-admin",
       scope: "user:create",
       responses: [{ status: 201, description: "The new user.", schema: User }],
-      errors: errors(INVALID_PASSWORD, noPermission("create users"), { 409: "A user with that e-mail or username already exists." }),
+      errors: errors(INVALID_PASSWORD, PASSWORD_CHECK_UNAVAILABLE, noPermission("create users"), {
+        409: "A user with that e-mail or username already exists.",
+      }),
     }),
     requireAuth,
     jsonBody(createUserBody),
@@ -152,7 +154,7 @@ export const userRoutes = new Hono<AppEnv>()
       const serviceAccount = body.service_account ?? false;
       const loginType = body.login_type ?? (serviceAccount ? "none" : "password");
       const email = body.email ?? "";
-      if (body.password) assertPasswordPolicy(body.password, { email, username: body.username, name: body.name ?? "" });
+      if (body.password) await assertPasswordPolicy(c.env.ASSETS, body.password, { email, username: body.username, name: body.name ?? "" });
       const db = dbFor(c, "write");
       await assertUnique(db, email, body.username);
       const now = nowIso();
@@ -426,6 +428,7 @@ export const userRoutes = new Hono<AppEnv>()
         OWNER_GUARD,
         USER_404,
         RATE,
+        PASSWORD_CHECK_UNAVAILABLE,
       ),
     }),
     requireAuth,
@@ -458,7 +461,7 @@ export const userRoutes = new Hono<AppEnv>()
         await limitSensitive(c, "password-change");
         if (!(await verifyPassword(user.hashedPassword, body.old_password)).valid) throw incorrect();
       }
-      assertPasswordPolicy(body.password, user);
+      await assertPasswordPolicy(c.env.ASSETS, body.password, user);
       if ((await verifyPassword(user.hashedPassword, body.password)).valid) {
         throw badRequest(AuthMessages.samePassword);
       }

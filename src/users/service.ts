@@ -1,6 +1,7 @@
 import { and, eq, inArray, notInArray, sql } from "drizzle-orm";
 import type * as z from "zod";
 import { AuthMessages } from "../auth/messages";
+import type { AssetReader } from "../auth/passwords/common-list";
 import { checkPasswordPolicy } from "../auth/passwords/policy";
 import { isSiteRole, SITE_ROLES } from "../authz/roles";
 import type { Database } from "../db/client";
@@ -75,9 +76,16 @@ export async function liveUsersWithRoles(db: Database, roles: readonly string[],
   return rows.map((row) => row.id);
 }
 
-/** The password policy (docs/security.md), as a 400 on every path that sets a password. */
-export function assertPasswordPolicy(password: string, context: { email?: string; username?: string; name?: string }) {
-  const { valid, details } = checkPasswordPolicy(password, context);
+/**
+ * The password policy (docs/security.md, "Password policy"), as a 400 on every path that sets a password; a 503 while
+ * its common-password list cannot be read from `assets` (the ASSETS binding).
+ */
+export async function assertPasswordPolicy(
+  assets: AssetReader,
+  password: string,
+  context: { email?: string; username?: string; name?: string },
+): Promise<void> {
+  const { valid, details } = await checkPasswordPolicy(assets, password, context);
   if (!valid) throw badRequest(AuthMessages.invalidPassword, { validations: [{ field: "password", detail: details }] });
 }
 
