@@ -71,6 +71,17 @@ const isPoint = (text: string) => {
   return bytes?.byteLength === P256_POINT_BYTES && bytes[0] === 0x04;
 };
 
+/** A comma-separated list of origins, each trimmed and without a trailing slash; empty by default. */
+const originList = z
+  .string()
+  .default("")
+  .transform((v) =>
+    v
+      .split(",")
+      .map((o) => o.trim().replace(/\/$/, ""))
+      .filter((o) => o !== ""),
+  );
+
 const optionalText = z
   .string()
   .optional()
@@ -145,28 +156,12 @@ export const configSchema = z
       }),
     PASSWORD_AUTH_DISABLED: bool(false),
     OTP_TTL: duration("10m"),
-    CORS_ALLOWED_ORIGINS: z
-      .string()
-      .default("")
-      .transform((v) =>
-        v
-          .split(",")
-          .map((o) => o.trim().replace(/\/$/, ""))
-          .filter((o) => o !== ""),
-      ),
+    CORS_ALLOWED_ORIGINS: originList,
     /**
      * For tests only (docs/targets.md, "Outbound safety"): when set, these origins (http allowed) replace every
      * built-in list of where push endpoints and the user's own targets may point.
      */
-    OUTBOUND_ALLOWED_ORIGINS: z
-      .string()
-      .default("")
-      .transform((v) =>
-        v
-          .split(",")
-          .map((o) => o.trim().replace(/\/$/, ""))
-          .filter((o) => o !== ""),
-      ),
+    OUTBOUND_ALLOWED_ORIGINS: originList,
     NOTIFICATIONS_METHOD: z.enum(["smtp", "webhook"]).default("smtp"),
     /**
      * How long a message keeps being retried after temporary failures before it fails for good: Postfix's

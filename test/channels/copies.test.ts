@@ -38,6 +38,19 @@ async function reach(user: TestUser, { verified = true }: { verified?: boolean }
   return { push, target, unverified };
 }
 
+/** Quiet hours (UTC) that began an hour ago and end in an hour, to the minute; returns the end. */
+async function quietNow(user: TestUser): Promise<number> {
+  const now = Date.now();
+  const clock = (ms: number) => new Date(ms).toISOString().slice(11, 16);
+  const end = Math.floor((now + 3_600_000) / 60_000) * 60_000;
+  const res = await call("PUT", "/users/me/notifications/schedule", {
+    token: user.token,
+    body: { timezone: "UTC", quiet_hours: [{ start: clock(now - 3_600_000), end: clock(end) }], digest: "off" },
+  });
+  expect(res.status).toBe(200);
+  return end;
+}
+
 function enqueue(user: TestUser, templateId: string = TEMPLATE_IDS.test): Promise<MessageRow[]> {
   return enqueueNotification(env, { waitUntil: () => undefined }, { userId: user.id, templateId, createdBy: "test", labels: {} });
 }
@@ -91,13 +104,7 @@ describe('docs/channels.md, "One copy per destination"', () => {
   it("quiet hours hold push and target copies as they hold e-mail", async () => {
     const user = await createUser();
     await reach(user);
-    const now = Date.now();
-    const clock = (ms: number) => new Date(ms).toISOString().slice(11, 16);
-    const end = Math.floor((now + 3_600_000) / 60_000) * 60_000;
-    await call("PUT", "/users/me/notifications/schedule", {
-      token: user.token,
-      body: { timezone: "UTC", quiet_hours: [{ start: clock(now - 3_600_000), end: clock(end) }], digest: "off" },
-    });
+    const end = await quietNow(user);
     const rows = await enqueue(user);
     for (const row of rows.filter((r) => r.method !== "inbox")) {
       expect(row, row.method).toMatchObject({
@@ -112,13 +119,7 @@ describe('docs/channels.md, "One copy per destination"', () => {
     const admin = await owner();
     const user = await createUser();
     await reach(user);
-    const now = Date.now();
-    const clock = (ms: number) => new Date(ms).toISOString().slice(11, 16);
-    const end = Math.floor((now + 3_600_000) / 60_000) * 60_000;
-    await call("PUT", "/users/me/notifications/schedule", {
-      token: user.token,
-      body: { timezone: "UTC", quiet_hours: [{ start: clock(now - 3_600_000), end: clock(end) }], digest: "off" },
-    });
+    const end = await quietNow(user);
     const res = await call("POST", "/notifications/broadcasts", {
       token: admin.token,
       body: { audience: { user_ids: [user.id] }, content: { title: "Held for the night", message: "Hello" } },
