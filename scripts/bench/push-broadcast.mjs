@@ -164,9 +164,9 @@ async function pushStandIn({ vapidPublicKey, browser }) {
       res.writeHead(201, { Location: `${origin}/message/${randomUUID()}` }).end();
     });
   });
-  // Idle connections stay open until workerd closes them. With Node's 5 s keep-alive timeout, three of four push
-  // broadcasts to 10,000 had dozens of pushes fail with "could not connect" or "timed out" and retried, the stand-in
-  // closing connections workerd went on to use (docs/benchmarks.md, "Web Push broadcasts"); kept open, none did.
+  // Idle connections stay open until workerd closes them. With Node's 5 s keep-alive timeout, three of four
+  // broadcasts with pushes to 10,000 had dozens fail with "could not connect" or "timed out" and sent again, most
+  // likely the stand-in closing connections as workerd used them again (docs/benchmarks.md, "Web Push broadcasts").
   server.keepAliveTimeout = 0;
   server.on("connection", (socket) => {
     counter.opened();
