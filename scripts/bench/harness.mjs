@@ -486,9 +486,10 @@ export const WORKERS = ["herald", "trivial", "helper", "hono-bare", "hono-header
  * Every socket (and the inspector's, with `inspect`) is bound to port 0 by workerd itself and read back once it
  * listens, so no port is chosen before it is bound and two starts can never race for one. `urls` maps each name of
  * WORKERS to its base URL. Local D1, SQLite Durable Objects and Queues persist under `stateDir` (like
- * `wrangler dev --persist-to`).
+ * `wrangler dev --persist-to`). `vars` are given to Herald on top of wrangler.toml's [vars] (a standalone bench's own
+ * smarthost, push keys and outbound origins).
  */
-export async function start({ outdir, stateDir, host, secretKey, withoutQueueConsumer = false, inspect = false }) {
+export async function start({ outdir, stateDir, host, secretKey, vars: extraVars = {}, withoutQueueConsumer = false, inspect = false }) {
   const { workerOptions } = quietly(() => wrangler.unstable_getMiniflareWorkerOptions(path.join(root, "wrangler.toml")));
   // Module rules are for bundling from source; miniflare 5 takes the built modules instead. The every-minute cron
   // (re-drive and purge) is left out so it cannot fire in the middle of a measurement.
@@ -544,7 +545,7 @@ export async function start({ outdir, stateDir, host, secretKey, withoutQueueCon
         name: "herald",
         modules,
         modulesRoot: outdir,
-        bindings: { ...bindings, SECRET_KEY: secretKey },
+        bindings: { ...bindings, ...extraVars, SECRET_KEY: secretKey },
         ratelimits,
         // Diagnostics only (BENCH_WITHOUT_QUEUE_CONSUMER=1): queued e-mail copies then wait instead of competing.
         ...(withoutQueueConsumer ? { queueConsumers: {} } : {}),

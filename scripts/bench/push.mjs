@@ -76,7 +76,7 @@ async function bundle() {
 }
 
 /** The workerd processes this one started (miniflare's), by their parent. */
-function workerdPids() {
+export function workerdPids() {
   return readdirSync("/proc")
     .filter((name) => /^\d+$/.test(name))
     .filter((pid) => {
@@ -91,7 +91,7 @@ function workerdPids() {
 }
 
 /** CPU time of every thread of the process, in ns (the first field of each task's schedstat). */
-function cpuNs(pid) {
+export function cpuNs(pid) {
   let total = 0;
   for (const task of readdirSync(`/proc/${pid}/task`)) {
     total += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, "utf8").split(" ")[0]);
