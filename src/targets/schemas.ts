@@ -60,7 +60,7 @@ const CodeDelivery = named(
     attempts: count,
     next_retry_after: described("When the next try is due, for a `temporary_failure`.", timestamp.nullable()),
   }),
-  "How the verification message is doing: a target that was briefly unreachable is retried as any notification is.",
+  "How the verification message is doing: a target that was briefly unreachable is retried like every notification.",
 );
 
 const targetFields = {

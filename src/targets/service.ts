@@ -75,7 +75,7 @@ export async function listTargets(db: Database, userId: string): Promise<z.input
 
 /**
  * The URL a new target may post to (docs/targets.md, "Outbound safety"), as the URL parser writes it; a refusal is a
- * validation on `url`, as any other bad field.
+ * validation on `url`, like every other bad field.
  */
 export function allowedUrl(config: Config, body: z.infer<typeof createTargetBody>): URL {
   const checked = checkOutboundUrl(body.kind, body.url, config.OUTBOUND_ALLOWED_ORIGINS);
