@@ -1,5 +1,5 @@
 import { and, asc, eq, gt, gte, isNull, lt, sql } from "drizzle-orm";
-import { channelAllows, channelOf, plannedCopies } from "../channels/model";
+import { applySwitch, plannedCopies } from "../channels/model";
 import { destinationQueriesForMany, destinationsByUser } from "../channels/store";
 import { getConfig } from "../config/config";
 import { type Database, database } from "../db/client";
@@ -23,7 +23,7 @@ import { inboxLimits } from "../inbox/retention";
 import { derivedUuid, nowIso } from "../lib/crypto";
 import { limiter } from "../lib/limit";
 import { enqueueExternal } from "../notifications/dispatch";
-import { initialState, isReadAware, messagePayload, switchedOff } from "../notifications/enqueue";
+import { initialState, isReadAware, messagePayload } from "../notifications/enqueue";
 import { renderTemplate } from "../notifications/render";
 import { isPaused, pausedQuery } from "../notifications/settings";
 import { TEMPLATE_IDS } from "../notifications/templates";
@@ -354,7 +354,7 @@ async function externalCopies(
         userId: user.id,
         method,
         destination,
-        ...switchedOff(initial, channelAllows(switches, method, destination, template.mandatory) ? undefined : channelOf(method, destination)),
+        ...applySwitch(initial, switches, { method, destination }, template.mandatory),
         payload: messagePayload(template, user, { labels, targets: broadcast.targets }),
         targets: broadcast.targets,
         createdBy: broadcast.createdBy,

@@ -22,11 +22,16 @@ export function isPersonal(method: DispatchMethod): boolean {
   return PERSONAL_METHODS.includes(method);
 }
 
+/** The channel key of one of the user's targets. */
+export function targetChannel(targetId: string): ChannelKey {
+  return `target:${targetId}`;
+}
+
 /** The switch that governs a copy, if any: the deployment's webhook and the inbox have none. */
-export function channelOf(method: DispatchMethod, destination: string | null): ChannelKey | undefined {
+function channelOf(method: DispatchMethod, destination: string | null): ChannelKey | undefined {
   if (method === "smtp") return "email";
   if (method === "push") return "push";
-  if (method === "target" && destination !== null) return `target:${destination}`;
+  if (method === "target" && destination !== null) return targetChannel(destination);
   return undefined;
 }
 
@@ -36,10 +41,19 @@ export function switchedOffReason(channel: ChannelKey): string {
   return `disabled for ${name} by the user's channel preferences`;
 }
 
-/** Whether the switches let a copy out (mandatory templates ignore them). */
-export function channelAllows(switches: ChannelSwitches, method: DispatchMethod, destination: string | null, mandatory: boolean): boolean {
-  const channel = channelOf(method, destination);
-  return mandatory || channel === undefined || switches.get(channel) !== false;
+/**
+ * A copy's first state once its channel switch is applied: a pending copy whose channel the user switched off is
+ * recorded `inhibited`, saying so; mandatory templates ignore the switches.
+ */
+export function applySwitch<T extends { status: string; statusReason: string | null }>(
+  initial: T,
+  switches: ChannelSwitches,
+  copy: { method: DispatchMethod; destination: string | null },
+  mandatory: boolean,
+): T | { status: "inhibited"; statusReason: string } {
+  const channel = channelOf(copy.method, copy.destination);
+  if (mandatory || channel === undefined || initial.status !== "pending" || switches.get(channel) !== false) return initial;
+  return { status: "inhibited", statusReason: switchedOffReason(channel) };
 }
 
 /** One copy to make: a method, and for `push` and `target` the subscription or target it goes to. */

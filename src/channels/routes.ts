@@ -17,6 +17,7 @@ import { describeRoute, type Errors, errors, USER_404 } from "../openapi/describ
 import { resolveUser } from "../users/resolve";
 import { userPath } from "../users/schemas";
 import { ChannelMessages } from "./messages";
+import { targetChannel } from "./model";
 import { ChannelSwitch, channelsBody } from "./schemas";
 
 /**
@@ -38,7 +39,7 @@ async function switchesOf(db: Database, userId: string): Promise<z.infer<typeof 
     db.select().from(channelPreferences).where(eq(channelPreferences.userId, userId)),
   ]);
   const set = new Map(stored.map((row) => [`${row.templateId} ${row.channel}`, row.enabled]));
-  const channels = ["email", "push", ...targets.map((t) => `target:${t.id}`)];
+  const channels = ["email", "push", ...targets.map((t) => targetChannel(t.id))];
   return templates.flatMap((template) =>
     channels
       .filter((channel) => reaches(template, channel))
@@ -113,7 +114,7 @@ export const channelRoutes = new Hono<AppEnv>()
       const given = c.req.valid("json").map((entry) => ({
         ...entry,
         template_id: canonicalId(entry.template_id),
-        channel: entry.channel.startsWith("target:") ? `target:${canonicalId(entry.channel.slice(7))}` : entry.channel,
+        channel: entry.channel.startsWith("target:") ? targetChannel(canonicalId(entry.channel.slice(7))) : entry.channel,
       }));
       const user = await targetUser(c, "update");
       const db = dbFor(c, "write");
@@ -130,7 +131,7 @@ export const channelRoutes = new Hono<AppEnv>()
         db.select({ id: notificationTargets.id }).from(notificationTargets).where(eq(notificationTargets.userId, user.id)),
       ]);
       const known = new Map(templates.map((t) => [t.id, t]));
-      const owned = new Set(targets.map((t) => `target:${t.id}`));
+      const owned = new Set<string>(targets.map((t) => targetChannel(t.id)));
       // Every problem is reported at once, one validation per bad entry, and nothing is written.
       const validations: { field: string; detail: string }[] = [];
       const chosen = new Map<string, (typeof given)[number]>();

@@ -1,5 +1,5 @@
 import { and, eq, getTableColumns } from "drizzle-orm";
-import { type ChannelKey, channelAllows, channelOf, isPersonal, plannedCopies, switchedOffReason } from "../channels/model";
+import { applySwitch, isPersonal, plannedCopies } from "../channels/model";
 import { destinationQueries, destinationsByUser } from "../channels/store";
 import { type Config, getConfig } from "../config/config";
 import { type Database, database } from "../db/client";
@@ -90,14 +90,6 @@ export function isReadAware(method: DispatchMethod, delayMs: number, hasInboxCop
   return isPersonal(method) && delayMs > 0 && hasInboxCopy;
 }
 
-/** A pending copy whose channel the user switched off is recorded `inhibited`, saying so (docs/channels.md). */
-export function switchedOff(
-  initial: { status: InitialStatus; statusReason: string | null },
-  channel: ChannelKey | undefined,
-): { status: InitialStatus; statusReason: string | null } {
-  return channel !== undefined && initial.status === "pending" ? { status: "inhibited", statusReason: switchedOffReason(channel) } : initial;
-}
-
 /**
  * The one way any producer sends a notification (docs/api.md, Notification delivery): one durable message per method — the template's (or
  * deployment's) external method, plus the inbox unless the template is external-only. Disabled templates are
@@ -153,9 +145,11 @@ export async function enqueueNotification(
   const rows: MessageRow[] = copies.map(({ method, destination }) => {
     const readAware = isReadAware(method, template.emailWhenUnreadAfterMs, !template.externalOnly);
     const dueAt = readAware ? at + template.emailWhenUnreadAfterMs : at;
-    const initial = switchedOff(
+    const initial = applySwitch(
       initialState(config, method, disabled ? (preference ? "preference" : "default") : undefined),
-      channelAllows(switches, method, destination, template.mandatory) ? undefined : channelOf(method, destination),
+      switches,
+      { method, destination },
+      template.mandatory,
     );
     return {
       id: uuidv7(),

@@ -2,6 +2,7 @@ import { and, desc, eq, inArray, isNull, lt, sql } from "drizzle-orm";
 import type { Context } from "hono";
 import type * as z from "zod";
 import { auditInsert, auditInsertWhere } from "../audit/log";
+import { targetChannel } from "../channels/model";
 import type { Config } from "../config/config";
 import type { Database } from "../db/client";
 import { insertWhere } from "../db/insert-where";
@@ -27,7 +28,6 @@ import { verificationMessage } from "./verification";
 export const MAX_CODE_TRIES = 5;
 
 /** The target's channel in channel preferences (docs/channels.md, "Channel preferences"). */
-const channelOf = (targetId: string) => `target:${targetId}`;
 
 /**
  * The public shape of a target: its URL's origin only, never the URL or a secret. `delivery` is the verification
@@ -161,7 +161,7 @@ export async function removeTarget(c: Context<AppEnv>, db: Database, user: UserR
   const target = await findTarget(db, user.id, id);
   await db.batch([
     db.delete(notificationTargets).where(eq(notificationTargets.id, target.id)),
-    db.delete(channelPreferences).where(and(eq(channelPreferences.userId, user.id), eq(channelPreferences.channel, channelOf(target.id)))),
+    db.delete(channelPreferences).where(and(eq(channelPreferences.userId, user.id), eq(channelPreferences.channel, targetChannel(target.id)))),
     auditInsert(db, c, {
       action: "delete",
       resourceType: "notification_target",
@@ -229,7 +229,7 @@ export async function verifyTarget(
       { action: "delete", resourceType: "notification_target", resourceId: target.id, diff: { ...diff, reason: "too many incorrect codes" } },
       sql`(SELECT ${notificationTargets.failedAttempts} FROM ${notificationTargets} WHERE ${which}) = ${MAX_CODE_TRIES}`,
     ),
-    db.delete(channelPreferences).where(and(eq(channelPreferences.userId, user.id), eq(channelPreferences.channel, channelOf(target.id)), gone)),
+    db.delete(channelPreferences).where(and(eq(channelPreferences.userId, user.id), eq(channelPreferences.channel, targetChannel(target.id)), gone)),
     db.delete(notificationTargets).where(and(which, gone)),
   ]);
   const failed = counted[0]?.failedAttempts;

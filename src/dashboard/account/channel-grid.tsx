@@ -3,17 +3,13 @@ import { MANDATORY_TEMPLATE_IDS, TEMPLATE_IDS } from "../../notifications/templa
 import { api, call } from "../api";
 import { useAction } from "../ui/action";
 import { Loading, Notice, ProblemAlert } from "../ui/components";
+import { loadTemplates } from "./templates";
 
 type Switch = Awaited<ReturnType<typeof loadSwitches>>[number];
 type Template = Awaited<ReturnType<typeof loadTemplates>>[number];
 
 function loadSwitches() {
   return call(api.users[":user"].notifications.channels.$get({ param: { user: "me" } }));
-}
-
-async function loadTemplates() {
-  const [system, custom] = await Promise.all([call(api.notifications.templates.system.$get()), call(api.notifications.templates.custom.$get())]);
-  return [...system, ...custom];
 }
 
 /**

@@ -7,6 +7,7 @@ import { Empty, Loading, Notice, Page, ProblemAlert } from "../ui/components";
 import { ChannelGrid } from "./channel-grid";
 import { QuietHoursAndDigest } from "./schedule";
 import "./account.css";
+import { loadTemplates } from "./templates";
 
 type Template = Awaited<ReturnType<typeof loadTemplates>>[number];
 type Preference = { id: string; disabled: boolean };
@@ -23,11 +24,6 @@ const EXTERNAL_ONLY = new Set<string>([TEMPLATE_IDS.oneTimePasscode]);
 const FIELD_PREFIX = "template_disabled_map.";
 
 const METHOD_NAMES: Record<string, string> = { smtp: "e-mail", webhook: "webhook" };
-
-async function loadTemplates() {
-  const [system, custom] = await Promise.all([call(api.notifications.templates.system.$get()), call(api.notifications.templates.custom.$get())]);
-  return [...system, ...custom];
-}
 
 /** The deployment's default method, for templates whose `method` is "" (docs/api.md, N2); unknown if it cannot be read. */
 async function loadDefaultMethod(): Promise<string | undefined> {
