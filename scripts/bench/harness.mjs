@@ -323,14 +323,15 @@ async function sweepPages({ userId, now, limits, maxPages = 10000 }, env) {
   const stub = env.USER_INBOX.get(env.USER_INBOX.idFromName(userId));
   const durations = [];
   let removed = 0;
-  for (let page = 0; page < maxPages; page++) {
+  let more = true;
+  for (let page = 0; page < maxPages && more; page++) {
     const started = Date.now();
     const r = await stub.sweep(now, limits);
     durations.push(Date.now() - started);
     removed += r.removed;
-    if (!r.more) break;
+    more = r.more;
   }
-  return Response.json({ removed, durations });
+  return Response.json({ removed, durations, more });
 }
 /** Every page of one section of an inbox's export through the exportPage RPC, read and dropped: the object's side alone. */
 async function exportPages({ userId, key }, env) {
