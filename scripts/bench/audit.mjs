@@ -6,8 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
-import { applyMigrations, build, generateSecretKey, start } from "./harness.mjs";
+import { applyMigrations, build, generateSecretKey, runWhenMain, start } from "./harness.mjs";
 import { latency, sequentialClient } from "./measure.mjs";
 import { printTable } from "./report.mjs";
 
@@ -104,12 +103,4 @@ async function main() {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  main().then(
-    () => process.exit(0),
-    (error) => {
-      console.error(`[bench audit] could not run: ${error?.stack ?? error}`);
-      process.exit(1);
-    },
-  );
-}
+runWhenMain(import.meta.url, "audit", main);

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { build as esbuild } from "esbuild";
-import { applyMigrations, build, generateSecretKey, root, start } from "./harness.mjs";
+import { applyMigrations, build, generateSecretKey, root, runWhenMain, start } from "./harness.mjs";
 
 const DIGEST_TEMPLATE_ID = "5d0f7a8e-3c1b-4f2a-9e6d-8b7c6a5f4e3d";
 const CUSTOM_TEMPLATE_ID = "39b1e189-c857-4b0c-877a-511144c18516";
@@ -178,12 +178,4 @@ async function main() {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  main().then(
-    () => process.exit(0),
-    (error) => {
-      console.error(`[bench digests] could not run: ${error?.stack ?? error}`);
-      process.exit(1);
-    },
-  );
-}
+runWhenMain(import.meta.url, "digests", main);

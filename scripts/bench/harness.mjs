@@ -5,6 +5,7 @@ import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { gzipSync } from "node:zlib";
 import { OFFLINE_ENV } from "../offline.mjs";
 
@@ -594,4 +595,19 @@ export async function applyMigrations(mf) {
     await db.batch(statements.map((s) => db.prepare(s)));
   }
   return files;
+}
+
+/**
+ * Runs a bench script's `main` when that script is the one node was started with (`node scripts/bench/<name>.mjs`),
+ * not when another imports it: exits 0 when it ends, 1 with the error when it fails.
+ */
+export function runWhenMain(moduleUrl, name, main) {
+  if (moduleUrl !== pathToFileURL(process.argv[1] ?? "").href) return;
+  main().then(
+    () => process.exit(0),
+    (error) => {
+      console.error(`[bench ${name}] could not run: ${error?.stack ?? error}`);
+      process.exit(1);
+    },
+  );
 }

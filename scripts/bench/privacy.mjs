@@ -23,8 +23,7 @@ import os, { tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { DatabaseSync } from "node:sqlite";
-import { pathToFileURL } from "node:url";
-import { applyMigrations, build, generateSecretKey, start } from "./harness.mjs";
+import { applyMigrations, build, generateSecretKey, runWhenMain, start } from "./harness.mjs";
 import { sequentialClient } from "./measure.mjs";
 import { printTable } from "./report.mjs";
 import { deliverThroughObject, growInboxOffline, objectFile } from "./seed.mjs";
@@ -438,12 +437,4 @@ async function main() {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  main().then(
-    () => process.exit(0),
-    (error) => {
-      console.error(`[bench privacy] could not run: ${error?.stack ?? error}`);
-      process.exit(1);
-    },
-  );
-}
+runWhenMain(import.meta.url, "privacy", main);

@@ -15,9 +15,8 @@ import { createRequire } from "node:module";
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { pathToFileURL } from "node:url";
 import { SMTPServer } from "smtp-server";
-import { applyMigrations, build, generateSecretKey, root, start } from "./harness.mjs";
+import { applyMigrations, build, generateSecretKey, root, runWhenMain, start } from "./harness.mjs";
 import { cpuNs, workerdPids } from "./push.mjs";
 import { codeInfo, printTable } from "./report.mjs";
 
@@ -674,12 +673,4 @@ async function main() {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  main().then(
-    () => process.exit(0),
-    (error) => {
-      console.error(`[bench push-broadcast] could not run: ${error?.stack ?? error}`);
-      process.exit(1);
-    },
-  );
-}
+runWhenMain(import.meta.url, "push-broadcast", main);

@@ -8,8 +8,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
-import { miniflare, root } from "./harness.mjs";
+import { miniflare, root, runWhenMain } from "./harness.mjs";
 import { summarize } from "./measure.mjs";
 
 /** A browser's subscription keys (RFC 8291's example user agent) and a deployment's VAPID key pair (the suites'). */
@@ -159,12 +158,4 @@ async function main() {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  main().then(
-    () => process.exit(0),
-    (error) => {
-      console.error(`[bench push] could not run: ${error?.stack ?? error}`);
-      process.exit(1);
-    },
-  );
-}
+runWhenMain(import.meta.url, "push", main);
