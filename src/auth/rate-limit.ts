@@ -13,6 +13,9 @@ const LOGIN_LIMITS = {
   sensitive: { limit: 10, periodSeconds: 60 },
 } as const;
 
+/** What `limitSensitive` lets through per user and route, for the routes' descriptions and docs. */
+export const SENSITIVE_LIMIT = LOGIN_LIMITS.sensitive;
+
 /**
  * Custom notifications per user (`CUSTOM_NOTIFICATION_LIMITER`): the one route where a user fills their own inbox at
  * will (docs/security.md, "What one user can make Herald hold").

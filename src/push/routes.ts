@@ -2,6 +2,7 @@ import { and, desc, eq } from "drizzle-orm";
 import { type Context, Hono } from "hono";
 import * as z from "zod";
 import { auditInsert } from "../audit/log";
+import { SENSITIVE_LIMIT } from "../auth/rate-limit";
 import { requireAuth } from "../auth/session";
 import { assertCan } from "../authz/guard";
 import { pushSubscriptions } from "../db/schema";
@@ -76,6 +77,9 @@ export const pushRoutes = new Hono<AppEnv>()
         { 403: `Another user: \`${PushMessages.onlySelf}\`` },
         USER_404,
         { 409: `\`${PushMessages.notConfigured}\`` },
+        {
+          429: `The user sent ${SENSITIVE_LIMIT.limit} adds in the last minute, a known endpoint's included (docs/security.md, "What one user can make Herald hold"): \`${Messages.rateLimited(SENSITIVE_LIMIT.limit, "1m0s")}\`, with \`Retry-After\`.`,
+        },
       ),
     }),
     requireAuth,

@@ -1,8 +1,10 @@
-import { and, count, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Context } from "hono";
 import type * as z from "zod";
-import { auditInsert } from "../audit/log";
+import { auditInsert, auditInsertWhere } from "../audit/log";
+import { limitSensitive } from "../auth/rate-limit";
 import type { Database } from "../db/client";
+import { insertWhere } from "../db/insert-where";
 import { type PushSubscriptionRow, pushSubscriptions, type UserRow } from "../db/schema";
 import { dbFor } from "../db/session";
 import { badRequest, conflict, validationFailed } from "../http/errors";
@@ -57,7 +59,9 @@ async function existing(db: Database, userId: string, endpoint: string): Promise
 /**
  * Subscribes a browser of `user`. The same endpoint again is the same browser (it re-subscribes after its keys
  * change, or the page asks twice): that subscription is kept, takes the new keys and any new name, and is answered
- * with `created: false`; only a change is audited.
+ * with `created: false`; only a change is audited. Every add that passes the checks counts against the user's
+ * adds a minute, a known endpoint's too, since it may write new keys (docs/security.md, "What one user can make
+ * Herald hold"); the cap is counted by the insert itself, so requests at once cannot pass it.
  */
 export async function addSubscription(
   c: Context<AppEnv>,
@@ -66,14 +70,12 @@ export async function addSubscription(
 ): Promise<{ row: PushSubscriptionRow; created: boolean }> {
   if (!vapidSigner(c.get("config"))) throw conflict(PushMessages.notConfigured, PushMessages.notConfiguredDetail);
   const url = await checkSubscription(c, body);
+  // After the checks, so a refused subscription costs nothing of the budget.
+  await limitSensitive(c, "push-subscription-add", user.id);
   const db = dbFor(c, "write");
   const held = await existing(db, user.id, body.endpoint);
   if (held) return { row: await refresh(c, db, held, body), created: false };
 
-  const [counted] = await db.select({ n: count() }).from(pushSubscriptions).where(eq(pushSubscriptions.userId, user.id));
-  if ((counted?.n ?? 0) >= PUSH_SUBSCRIPTIONS_MAX_PER_USER) {
-    throw badRequest(PushMessages.tooMany, { detail: PushMessages.tooManyDetail(PUSH_SUBSCRIPTIONS_MAX_PER_USER) });
-  }
   const row: PushSubscriptionRow = {
     id: crypto.randomUUID(),
     userId: user.id,
@@ -83,15 +85,23 @@ export async function addSubscription(
     auth: body.keys.auth,
     createdAt: nowIso(),
   };
+  const fits = sql`(SELECT count(*) FROM ${pushSubscriptions} WHERE ${pushSubscriptions.userId} = ${user.id}) < ${PUSH_SUBSCRIPTIONS_MAX_PER_USER}`;
+  const created = sql`EXISTS (SELECT 1 FROM ${pushSubscriptions} WHERE ${pushSubscriptions.id} = ${row.id})`;
+  let inserted: { id: string }[];
   try {
-    await db.batch([
-      db.insert(pushSubscriptions).values(row),
-      auditInsert(db, c, {
-        action: "create",
-        resourceType: "push_subscription",
-        resourceId: row.id,
-        diff: { owner: user.id, name: row.name, endpoint_origin: url.origin },
-      }),
+    [inserted] = await db.batch([
+      insertWhere(db, pushSubscriptions, row, fits).returning({ id: pushSubscriptions.id }),
+      auditInsertWhere(
+        db,
+        c,
+        {
+          action: "create",
+          resourceType: "push_subscription",
+          resourceId: row.id,
+          diff: { owner: user.id, name: row.name, endpoint_origin: url.origin },
+        },
+        created,
+      ),
     ]);
   } catch (error) {
     // The same browser subscribed twice at once: one insert wins, and the other answers with what it stored.
@@ -99,6 +109,12 @@ export async function addSubscription(
     const winner = await existing(db, user.id, body.endpoint);
     if (!winner) throw error;
     return { row: winner, created: false };
+  }
+  if (inserted.length === 0) {
+    // Full, unless the place went to this same browser sent at once: a known endpoint is never refused.
+    const winner = await existing(db, user.id, body.endpoint);
+    if (winner) return { row: winner, created: false };
+    throw badRequest(PushMessages.tooMany, { detail: PushMessages.tooManyDetail(PUSH_SUBSCRIPTIONS_MAX_PER_USER) });
   }
   return { row, created: true };
 }

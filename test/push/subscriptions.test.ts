@@ -39,6 +39,22 @@ async function withoutKeys(request: Request): Promise<Response> {
 
 const rowsOf = (userId: string) => db.select().from(pushSubscriptions).where(eq(pushSubscriptions.userId, userId));
 
+const add = (token: string, body: object) => call("POST", "/users/me/push-subscriptions", { token, body });
+
+/** Adds per minute and user (docs/push.md, "Subscribing a browser"). */
+const ADDS_PER_MINUTE = 10;
+
+/** `n` subscriptions of the user, straight into D1: through the API, adding is limited to 10 a minute. */
+async function holdStraightInD1(userId: string, n: number): Promise<void> {
+  const insert = env.DB.prepare(
+    "INSERT INTO push_subscriptions (id, user_id, name, endpoint, p256dh, auth, created_at) VALUES (?, ?, 'Held', ?, 'p256dh', 'auth', ?)",
+  );
+  const now = new Date().toISOString();
+  await env.DB.batch(
+    Array.from({ length: n }, () => insert.bind(crypto.randomUUID(), userId, `${env.PUSH_SERVICE_URL}/push/held-${crypto.randomUUID()}`, now)),
+  );
+}
+
 describe('docs/push.md, "Subscribing a browser"', () => {
   it("serves the VAPID public key to anyone", async () => {
     const res = await call("GET", "/notifications/push/public-key");
@@ -161,15 +177,78 @@ describe('docs/push.md, "Subscribing a browser"', () => {
 
   it(`holds at most ${PUSH_SUBSCRIPTIONS_MAX_PER_USER} per user: the next is a 400 that says so, and a known endpoint still answers`, async () => {
     const user = await createUser();
-    const browsers = await Promise.all(Array.from({ length: PUSH_SUBSCRIPTIONS_MAX_PER_USER + 1 }, () => subscribeBrowser()));
-    for (const browser of browsers.slice(0, -1)) {
-      expect((await call("POST", "/users/me/push-subscriptions", { token: user.token, body: browser.subscription })).status).toBe(201);
-    }
-    const over = await call("POST", "/users/me/push-subscriptions", { token: user.token, body: browsers.at(-1)?.subscription });
-    const refused = await expectRejected(over, { status: 400, message: PushMessages.tooMany });
+    await holdStraightInD1(user.id, PUSH_SUBSCRIPTIONS_MAX_PER_USER - 1);
+    const [last, over] = await Promise.all([subscribeBrowser(), subscribeBrowser()]);
+    expect((await add(user.token, last.subscription)).status).toBe(201);
+    const refused = await expectRejected(await add(user.token, over.subscription), { status: 400, message: PushMessages.tooMany });
     expect(refused.detail).toBe(PushMessages.tooManyDetail(PUSH_SUBSCRIPTIONS_MAX_PER_USER));
     expect(await rowsOf(user.id)).toHaveLength(PUSH_SUBSCRIPTIONS_MAX_PER_USER);
-    expect((await call("POST", "/users/me/push-subscriptions", { token: user.token, body: browsers[0]?.subscription })).status).toBe(200);
+    expect((await add(user.token, last.subscription)).status).toBe(200);
+  });
+
+  it("counts the cap in the insert: browsers sent at once for the last places get exactly those places", async () => {
+    const user = await createUser();
+    const free = 5;
+    await holdStraightInD1(user.id, PUSH_SUBSCRIPTIONS_MAX_PER_USER - free);
+    // As many at once as the rate limit lets through, twice the places left.
+    const browsers = await Promise.all(Array.from({ length: ADDS_PER_MINUTE }, () => subscribeBrowser()));
+    const answers = await Promise.all(browsers.map((b) => add(user.token, b.subscription)));
+    expect(answers.map((r) => r.status).sort()).toEqual([...Array(free).fill(201), ...Array(ADDS_PER_MINUTE - free).fill(400)]);
+    for (const refused of answers.filter((r) => r.status === 400)) {
+      expect(await json(refused)).toEqual({ message: PushMessages.tooMany, detail: PushMessages.tooManyDetail(PUSH_SUBSCRIPTIONS_MAX_PER_USER) });
+    }
+    expect(await rowsOf(user.id)).toHaveLength(PUSH_SUBSCRIPTIONS_MAX_PER_USER);
+    // A refused one left nothing behind: the audit log has an entry for each stored subscription and no other.
+    const audited = await db
+      .select({ id: auditLogs.resourceId })
+      .from(auditLogs)
+      .where(and(eq(auditLogs.userId, user.id), eq(auditLogs.resourceType, "push_subscription")));
+    const stored = await Promise.all(answers.filter((r) => r.status === 201).map(async (r) => (await json<Subscription>(r)).id));
+    expect(audited.map((a) => a.id).sort()).toEqual(stored.sort());
+    const listed = await json<Subscription[]>(await call("GET", "/users/me/push-subscriptions", { token: user.token }));
+    expect(listed).toHaveLength(PUSH_SUBSCRIPTIONS_MAX_PER_USER);
+  });
+
+  it("gives the last place to one browser sent several times at once: one 201, the others 200 with it, never the cap's 400", async () => {
+    const [user, browser] = await Promise.all([createUser(), subscribeBrowser()]);
+    await holdStraightInD1(user.id, PUSH_SUBSCRIPTIONS_MAX_PER_USER - 1);
+    const answers = await Promise.all([1, 2, 3, 4].map(() => add(user.token, browser.subscription)));
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 200, 200, 201]);
+    const ids = await Promise.all(answers.map(async (r) => (await json<Subscription>(r)).id));
+    expect(new Set(ids).size).toBe(1);
+    expect(await rowsOf(user.id)).toHaveLength(PUSH_SUBSCRIPTIONS_MAX_PER_USER);
+  });
+
+  it(`takes ${ADDS_PER_MINUTE} adds a minute per user, a known endpoint's too: past them a 429 with Retry-After that changes nothing`, async () => {
+    const [user, browser] = await Promise.all([createUser(), subscribeBrowser()]);
+    // The same browser renamed each time (a new endpoint each time could meet the cap first when the limiter's
+    // clock-aligned window turns over during the loop, letting up to twice the limit through).
+    const accepted: string[] = [];
+    let limited: Response | undefined;
+    for (let i = 0; i < 2 * ADDS_PER_MINUTE + 4 && !limited; i++) {
+      const res = await add(user.token, { ...browser.subscription, name: `Name ${i}` });
+      if (res.status === 429) limited = res;
+      else {
+        expect(res.status).toBe(accepted.length === 0 ? 201 : 200);
+        accepted.push(`Name ${i}`);
+      }
+    }
+    if (!limited) throw new Error("no 429");
+    expect(accepted.length).toBeGreaterThanOrEqual(ADDS_PER_MINUTE);
+    expect(limited.headers.get("Retry-After")).toBe("60");
+    await expectRejected(limited, { status: 429, message: Messages.rateLimited(ADDS_PER_MINUTE, "1m0s") });
+    // The refused rename was not applied nor audited.
+    const rows = await rowsOf(user.id);
+    expect(rows.map((r) => r.name)).toEqual([accepted.at(-1)]);
+    const audits = await db
+      .select({ action: auditLogs.action })
+      .from(auditLogs)
+      .where(eq(auditLogs.resourceId, rows[0]?.id ?? ""));
+    expect(audits).toHaveLength(accepted.length);
+    // Listing is not limited.
+    const listed = await call("GET", "/users/me/push-subscriptions", { token: user.token });
+    expect(listed.status).toBe(200);
+    expect((await json<Subscription[]>(listed)).map((s) => s.name)).toEqual([accepted.at(-1)]);
   });
 
   it("refuses an endpoint that is not a push service's and a p256dh that is not a point on P-256, naming each field", async () => {
