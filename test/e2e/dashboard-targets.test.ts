@@ -1,5 +1,6 @@
-import type { Browser, Page } from "playwright-core";
+import type { Browser, Page, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ErrorBody, Messages } from "../../src/http/errors";
 import { MANDATORY_TEMPLATE_IDS } from "../../src/notifications/templates";
 import { TargetMessages } from "../../src/targets/messages";
 import { type TargetDelivery, TargetStandIns } from "../peers/targets";
@@ -196,6 +197,67 @@ describe.skipIf(!browserAvailable)('docs/dashboard.md, "Channels"', () => {
     expect(await grid.getByRole("checkbox", { name: `${optional.name} by Push` }).isChecked()).toBe(false);
     expect(await grid.getByRole("checkbox", { name: `${optional.name} by E-mail` }).isChecked()).toBe(true);
     await accessibleInBothThemes("Preferences, the channel grid");
+    expect(problems).toEqual([]);
+    await poll(() => requests.pending()).toEqual([]);
+  });
+
+  it('Preferences → "Where each notification goes": a save that fails says so in the alert, saves nothing, and Save again saves (docs/dashboard.md, "Errors")', async () => {
+    await page.goto(`${herald.url}/#/preferences`);
+    const grid = page.getByTestId("channel-grid");
+    await grid.waitFor();
+    const templates = (await api("GET", "/notifications/templates/system")).body as unknown as { id: string; name: string }[];
+    const optional = templates.find((t) => !MANDATORY_TEMPLATE_IDS.includes(t.id as (typeof MANDATORY_TEMPLATE_IDS)[number]));
+    if (!optional) throw new Error("no optional template");
+    const stored = async () =>
+      ((await api("GET", "/users/me/notifications/channels")).body as unknown as { template_id: string; channel: string; enabled: boolean }[])
+        .filter((s) => !s.enabled)
+        .map((s) => [s.template_id, s.channel.replace(/:.*/, "")])
+        .sort();
+    const before = await stored();
+    const byEmail = `${optional.name} by E-mail`;
+    expect(await grid.getByRole("checkbox", { name: byEmail }).isChecked()).toBe(true);
+
+    // The save meets the answer Herald gives when something unexpected fails on its side (docs/api.md, "Conventions"):
+    // a 500 in the error shape, whose detail is the request id. Only the PUT is answered so; the page's reads pass.
+    const requestId = "e2e-channels-500";
+    const refused: unknown[] = [];
+    const failTheSave = async (route: Route) => {
+      if (route.request().method() !== "PUT") return route.fallback();
+      refused.push(route.request().postDataJSON());
+      const body: ErrorBody = { message: Messages.internal, detail: Messages.requestId(requestId) };
+      return route.fulfill({ status: 500, contentType: "application/json", headers: { "X-Request-Id": requestId }, body: JSON.stringify(body) });
+    };
+    const channelsUrl = `${herald.url}/api/v2/users/me/notifications/channels`;
+    await page.route(channelsUrl, failTheSave);
+    await grid.getByRole("checkbox", { name: byEmail }).uncheck();
+    await page.getByRole("button", { name: "Save channels" }).click();
+    const alert = page.getByRole("alert").filter({ hasText: Messages.internal });
+    await alert.waitFor();
+    expect(refused).toEqual([[{ template_id: optional.id, channel: "email", enabled: false }]]);
+    // What the person reads: the API's message and the request id to quote, nothing claiming it was saved.
+    expect(await alert.textContent()).toBe(`${Messages.internal} ${Messages.requestId(requestId)}`);
+    expect(await page.getByText("Channels saved.").count()).toBe(0);
+    expect(await page.getByRole("button", { name: "Saving…" }).count()).toBe(0);
+    await accessibleInBothThemes("Preferences, the channel grid after a failed save");
+    // Nothing changed: the API and a fresh view of the grid show the stored switch, on. The failed page keeps the
+    // person's choice, unsaved, so that Save can send it again.
+    expect(await stored()).toEqual(before);
+    const fresh = await page.context().newPage();
+    await fresh.goto(`${herald.url}/#/preferences`);
+    await fresh.getByTestId("channel-grid").waitFor();
+    expect(await fresh.getByTestId("channel-grid").getByRole("checkbox", { name: byEmail }).isChecked()).toBe(true);
+    await fresh.close();
+    expect(await grid.getByRole("checkbox", { name: byEmail }).isChecked()).toBe(false);
+
+    // Herald answers again: Save sends the same switch, the alert goes, and it is saved.
+    await page.unroute(channelsUrl, failTheSave);
+    await page.getByRole("button", { name: "Save channels" }).click();
+    await page.getByText("Channels saved.").waitFor();
+    expect(await page.getByRole("alert").filter({ hasText: Messages.internal }).count()).toBe(0);
+    expect(await stored()).toEqual([...before, [optional.id, "email"]].sort());
+    await page.reload();
+    await grid.waitFor();
+    expect(await grid.getByRole("checkbox", { name: byEmail }).isChecked()).toBe(false);
     expect(problems).toEqual([]);
     await poll(() => requests.pending()).toEqual([]);
   });

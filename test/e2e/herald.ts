@@ -1,9 +1,20 @@
 import { randomBytes } from "node:crypto";
 import { expect } from "vitest";
 import { freePort, startLocalHerald } from "../../scripts/local-herald.mjs";
+import type { HeraldClient } from "../../src/client";
 import { PINNED_VARS, TEST_VAPID_KEYS } from "../fixtures/vars";
 
 export { freePort };
+
+/**
+ * The session token of a password sign-in through the typed client. The accounts these tests make have no second
+ * factor, so the answer is 201 `{"session_token"}`; an account with one would answer 200 `mfa_required` instead
+ * (docs/api.md, "Signing in with a password"), and that fails here, by name, rather than as a missing token later.
+ */
+export async function sessionTokenOf(login: Awaited<ReturnType<HeraldClient["users"]["login"]["$post"]>>): Promise<string> {
+  if (login.status !== 201) throw new Error(`the sign-in answered ${login.status}, not 201 with a session: ${await login.text()}`);
+  return (await login.json()).session_token;
+}
 
 export interface RunningHerald {
   url: string;

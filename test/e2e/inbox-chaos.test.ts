@@ -3,7 +3,7 @@ import { isDeepStrictEqual } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ChangeFrame, createHeraldClient, type HeraldClient, type NotificationFrame, watchInbox } from "../../src/client";
 import type { InboxNotification } from "../../src/inbox/model";
-import { freePort, type RunningHerald, startHerald } from "./herald";
+import { freePort, type RunningHerald, sessionTokenOf, startHerald } from "./herald";
 
 // Sequenced sync under chaos (docs/inbox.md, "Sequenced sync"): one user's inbox takes at least 2,000 changes from
 // several sessions at once — deliveries and every kind of state change — while a synced watcher, the typed client's
@@ -140,7 +140,7 @@ describe("sequenced sync under chaos", () => {
     const login = async () => {
       const res = await anonymous.users.login.$post({ json: { email: owner.email, password: owner.password } });
       expect(res.status).toBe(201);
-      return (await res.json()).session_token;
+      return sessionTokenOf(res);
     };
     const senders: HeraldClient[] = [];
     for (let i = 0; i < SESSIONS; i++) senders.push(createHeraldClient({ baseUrl: herald.url, token: await login() }));
@@ -159,7 +159,7 @@ describe("sequenced sync under chaos", () => {
     /** What each connection received, before the client's own de-duplication: the server's replay and live frames. */
     const connections: { afterSeq: number | undefined; seqs: number[] }[] = [];
     class RecordingSocket extends WebSocket {
-      constructor(url: string, protocols?: string | string[]) {
+      constructor(url: string | URL, protocols?: string | string[]) {
         super(url, protocols);
         const after = new URL(url).searchParams.get("after_seq");
         const connection = { afterSeq: after === null ? undefined : Number(after), seqs: [] as number[] };

@@ -2,7 +2,7 @@ import PostalMime from "postal-mime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestProject } from "vitest/node";
 import { createHeraldClient, type NotificationFrame, watchInbox } from "../../src/client";
-import { freePort, type RunningHerald, startHerald } from "./herald";
+import { freePort, type RunningHerald, sessionTokenOf, startHerald } from "./herald";
 
 // End to end over real HTTP and WebSockets: Herald started by npm start's own machinery (scripts/dev.mjs →
 // wrangler dev) on a free port, with a real SMTP server, webhook receiver and OpenID provider beside it.
@@ -82,14 +82,14 @@ describe("the whole story, as clients live it", () => {
     expect((await anonymous.users.first.$post({ json: ownerCreds })).status).toBe(201);
     const ownerLogin = await anonymous.users.login.$post({ json: { email: ownerCreds.email, password: ownerCreds.password } });
     expect(ownerLogin.status).toBe(201);
-    const ownerToken = (await ownerLogin.json()).session_token;
+    const ownerToken = await sessionTokenOf(ownerLogin);
     const owner = createHeraldClient({ baseUrl: herald.url, token: ownerToken });
 
     // Invite a member.
     const member = { email: "member@e2e.test", username: "member", password: "violet-harbour-compass-27" };
     expect((await owner.users.$post({ json: member })).status).toBe(201);
     const memberLogin = await anonymous.users.login.$post({ json: { email: member.email, password: member.password } });
-    const memberToken = (await memberLogin.json()).session_token;
+    const memberToken = await sessionTokenOf(memberLogin);
     const me = createHeraldClient({ baseUrl: herald.url, token: memberToken });
 
     // Watch the inbox live and receive a custom notification.
@@ -168,8 +168,7 @@ class Jar {
 describe("every endpoint over real HTTP", () => {
   it("answers each endpoint of the interface as documented", async () => {
     const anonymous = createHeraldClient({ baseUrl: herald.url });
-    const login = async (email: string, password: string) =>
-      (await (await anonymous.users.login.$post({ json: { email, password } })).json()).session_token;
+    const login = async (email: string, password: string) => sessionTokenOf(await anonymous.users.login.$post({ json: { email, password } }));
     const ownerToken = await login("owner@e2e.test", "copper-meadow-lantern-81");
     const owner = createHeraldClient({ baseUrl: herald.url, token: ownerToken });
 
