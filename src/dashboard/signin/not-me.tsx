@@ -38,6 +38,7 @@ const EVENTS: Record<string, string> = {
   api_token_created: "An API token was created",
   sessions_ended: "Your sessions were ended by someone else",
   site_roles_changed: "Your site roles were changed",
+  channel_added: "A notification channel was added",
 };
 
 /** What the link says of its event, for the page to show (as text). */
