@@ -6,4 +6,4 @@ INSERT INTO notification_templates (id, name, title_template, body_template, act
 - **Device:** {{.Labels.device}}
 - **Place:** {{.Labels.place}}
 
-If this was you, there is nothing to do. If it was not, choose **This wasn''t me**: every session and token of your account ends at once, and you set a new password with a passcode sent to this address. Then remove the channel: ending the sessions does not remove it.', '[{"label":"This wasn''t me","url":"{{base_url}}/not-me#{{.Labels.not_me_token}}"}]', 'Security Events', '', 'system', 1, 1, 0);
+If this was you, there is nothing to do. If it was not, choose **This wasn''t me**: every session and token of your account ends at once, and you set a new password with a passcode sent to this address. Then remove the channel in Account, Devices (a browser) or Account, Channels: ending the sessions does not remove it.', '[{"label":"This wasn''t me","url":"{{base_url}}/not-me#{{.Labels.not_me_token}}"}]', 'Security Events', '', 'system', 1, 1, 0);

@@ -138,8 +138,8 @@ export function NotMePage() {
             <li>The owners of this Herald are told.</li>
           </ul>
           <p>
-            It cannot undo what was already done. After you sign back in, check your passkeys, authenticator app and API tokens in Account, and remove
-            any you do not know.
+            It cannot undo what was already done. After you sign back in, check your passkeys, authenticator app, API tokens, devices and channels in
+            Account, and remove any you do not know.
           </p>
           <ProblemAlert problem={confirm.problem} />
           <div class="row">
