@@ -21,6 +21,7 @@ export const TEMPLATE_IDS = {
   sessionsEnded: "17044c55-0743-41f6-8d72-7a30e1da5ec5",
   siteRolesChanged: "9731e3af-8f93-4af1-ae30-ad5366160076",
   compromiseReported: "b569231e-7a16-4deb-8ea5-f822e0cb2dd7",
+  channelAdded: "285b4739-a14f-4d28-918d-d3abda6ad6e0",
 } as const;
 
 /**
@@ -40,6 +41,7 @@ export const MANDATORY_TEMPLATE_IDS: readonly string[] = [
   TEMPLATE_IDS.sessionsEnded,
   TEMPLATE_IDS.siteRolesChanged,
   TEMPLATE_IDS.compromiseReported,
+  TEMPLATE_IDS.channelAdded,
 ];
 
 /**

@@ -56,7 +56,7 @@ export const pushRoutes = new Hono<AppEnv>()
       operationId: "addPushSubscription",
       summary: "Subscribe a browser to Web Push",
       description:
-        "The user themself. The same endpoint again is the same browser: that subscription takes the new keys (and name, if given) and is answered with 200.",
+        'The user themself. A new subscription sends the user the security notice `Notification channel added` (docs/security.md, "Security notices"). The same endpoint again is the same browser: that subscription takes the new keys (and name, if given) and is answered with 200, and no notice is sent.',
       tags: ["Web Push"],
       access: "anyone",
       scope: "notification_preference:update",

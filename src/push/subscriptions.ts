@@ -12,6 +12,7 @@ import type { AppEnv } from "../http/types";
 import { nowIso } from "../lib/crypto";
 import { checkOutboundUrl } from "../outbound/allow-list";
 import { describeUserAgent } from "../security/device";
+import { noticeChannelAdded } from "../security/notices";
 import { isUniqueViolation } from "../users/service";
 import { fromBase64url, importPoint } from "./encryption";
 import { PushMessages } from "./messages";
@@ -116,6 +117,8 @@ export async function addSubscription(
     if (winner) return { row: winner, created: false };
     throw badRequest(PushMessages.tooMany, { detail: PushMessages.tooManyDetail(PUSH_SUBSCRIPTIONS_MAX_PER_USER) });
   }
+  // Only a new subscription is a new place the notifications go: the same browser again tells no one.
+  noticeChannelAdded(c, user.id, { kind: "push", name: row.name, origin: url.origin });
   return { row, created: true };
 }
 

@@ -1,7 +1,7 @@
 import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
 import type { Context } from "hono";
 import { database } from "../db/client";
-import { userDevices } from "../db/schema";
+import { type TargetKind, userDevices } from "../db/schema";
 import type { AppEnv } from "../http/types";
 import { nowIso } from "../lib/crypto";
 import { enqueueNotification } from "../notifications/enqueue";
@@ -25,6 +25,7 @@ export const SECURITY_EVENTS = {
   api_token_created: { template: TEMPLATE_IDS.apiTokenCreated, what: "an API token was created" },
   sessions_ended: { template: TEMPLATE_IDS.sessionsEnded, what: "sessions were ended by someone else" },
   site_roles_changed: { template: TEMPLATE_IDS.siteRolesChanged, what: "the site roles were changed" },
+  channel_added: { template: TEMPLATE_IDS.channelAdded, what: "a notification channel was added" },
 } as const;
 
 export type NoticeEvent = keyof typeof SECURITY_EVENTS;
@@ -156,4 +157,34 @@ const RECOVERY_CODES_LOW = 2;
 export function noticeRecoveryCodeUsed(c: Context<AppEnv>, userId: string, remaining: number): void {
   if (remaining > RECOVERY_CODES_LOW) return;
   sendSecurityNotice(c, { userId, event: "recovery_codes_low", labels: { remaining: String(Math.max(0, remaining)) } });
+}
+
+/** How the channel-added notice names each kind of channel, before the name its owner gave it. */
+const CHANNEL_NOUNS: Record<TargetKind | "push", string> = {
+  push: "The browser",
+  webhook: "The webhook",
+  slack: "The Slack channel",
+  teams: "The Microsoft Teams channel",
+  discord: "The Discord channel",
+};
+
+/** A place the account's notifications now go: a browser subscribed to Web Push, or one of the person's targets. */
+export interface AddedChannel {
+  kind: TargetKind | "push";
+  name: string;
+  /** The origin it receives at (the push service's, the target URL's): never the URL, which is a capability. */
+  origin: string;
+}
+
+/**
+ * After a push subscription or a target is created (docs/security.md, "Security notices"): whoever holds a session
+ * could otherwise have copies of the person's notifications sent to a place of their own, unseen. The notice names
+ * the channel by kind, name and origin only: the endpoint or URL would let anyone who reads the notice post there.
+ */
+export function noticeChannelAdded(c: Context<AppEnv>, userId: string, channel: AddedChannel): void {
+  sendSecurityNotice(c, {
+    userId,
+    event: "channel_added",
+    labels: { channel: `${CHANNEL_NOUNS[channel.kind]} "${channel.name}"`, channel_origin: channel.origin },
+  });
 }

@@ -50,7 +50,7 @@ export const targetRoutes = new Hono<AppEnv>()
     describeRoute({
       operationId: "createNotificationTarget",
       summary: "Add a notification target: a webhook, Slack, Teams or Discord",
-      description: `The user themself, after a recent sign-in. At most ${TARGETS_MAX_PER_USER} per user. Herald at once sends the target a verification message holding a 6-digit code (a \`webhook\` gets the event \`target.verification\` with \`{"code"}\` in \`payload\`); the target receives notifications only once the code is entered with \`POST …/{id}/verify\`.`,
+      description: `The user themself, after a recent sign-in. At most ${TARGETS_MAX_PER_USER} per user. Herald at once sends the target a verification message holding a 6-digit code (a \`webhook\` gets the event \`target.verification\` with \`{"code"}\` in \`payload\`); the target receives notifications only once the code is entered with \`POST …/{id}/verify\`. The user is sent the security notice \`Notification channel added\` at once (docs/security.md, "Security notices").`,
       tags: ["Notification targets"],
       access: "anyone",
       scope: "notification_target:create",

@@ -19,6 +19,7 @@ import type { AppEnv } from "../http/types";
 import { nowIso, uuidv7 } from "../lib/crypto";
 import { kickMessages } from "../notifications/dispatch";
 import { checkOutboundUrl } from "../outbound/allow-list";
+import { noticeChannelAdded } from "../security/notices";
 import { TargetMessages } from "./messages";
 import { type CreatedNotificationTarget, type createTargetBody, type NotificationTarget, TARGETS_MAX_PER_USER } from "./schemas";
 import { codeHash, codeMatches, newSigningSecret, newVerificationCode, sealSigningSecret, sealUrl } from "./secrets";
@@ -142,6 +143,8 @@ export async function createTarget(
   ]);
   if (inserted.length === 0) throw refuseFull();
   c.executionCtx.waitUntil(kickMessages(c.env, [{ ...message, mandatory: true }]));
+  // Told at once, not at verification: whoever added the target also reads its code, so verifying it proves nothing.
+  noticeChannelAdded(c, user.id, { kind: row.kind, name: row.name, origin: row.urlOrigin });
   return { ...targetJson(row, message), ...(secret === undefined ? {} : { secret }) };
 }
 

@@ -144,6 +144,9 @@ describe.skipIf(!browserAvailable)('docs/push.md, "The dashboard"', () => {
     subscriptionId = listed[0]?.id ?? "";
     expect(await item.getAttribute("data-id")).toBe(subscriptionId);
     await expectAccessible(page, "devices with this browser");
+    // A new place the notifications go is announced (docs/security.md, "Security notices"), to this browser as well.
+    await poll(() => pushService.received(token).length).toBe(1);
+    expect(JSON.parse(pushService.received(token)[0]?.payload ?? "{}")).toMatchObject({ title: "A notification channel was added to your account" });
   });
 
   let pushed: { id: string; title: string; body: string; url: string; created_at: string };
@@ -151,8 +154,8 @@ describe.skipIf(!browserAvailable)('docs/push.md, "The dashboard"', () => {
   it("a notification reaches the push service, decrypted there with the browser's key, and shows as a system notification", async () => {
     const sent = await api("POST", "/notifications/custom", { content: { title: "Deploy finished", message: "**prod** is on v42." } });
     expect(sent.status).toBe(204);
-    await poll(() => pushService.received(token).length).toBe(1);
-    const [received] = pushService.received(token);
+    await poll(() => pushService.received(token).length).toBe(2);
+    const received = pushService.received(token)[1];
     expect(received?.problem).toBeNull();
     expect(received?.vapid?.aud).toBe(pushOrigin);
     expect(received?.headers).toMatchObject({ ttl: "86400", urgency: "normal", contentEncoding: "aes128gcm" });

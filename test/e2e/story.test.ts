@@ -224,7 +224,7 @@ describe("every endpoint over real HTTP", () => {
     expect((await (await owner.notifications.inbox.$get({ query: { read_status: "unread" } })).json()).unread_count).toBe(0);
     expect(await (await owner.notifications.settings.$get()).json()).toEqual({ notifier_paused: false });
     expect((await owner.notifications.settings.$put({ json: { notifier_paused: false } })).status).toBe(304);
-    expect((await (await owner.notifications.templates.system.$get()).json()).length).toBe(19);
+    expect((await (await owner.notifications.templates.system.$get()).json()).length).toBe(20);
     // Custom Notification (N1's) and Broadcast (docs/broadcasts.md).
     expect((await (await owner.notifications.templates.custom.$get()).json()).length).toBe(2);
     expect((await owner.users[":user"].notifications.preferences.$get({ param: { user: "me" } })).status).toBe(200);

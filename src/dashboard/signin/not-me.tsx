@@ -38,6 +38,7 @@ const EVENTS: Record<string, string> = {
   api_token_created: "An API token was created",
   sessions_ended: "Your sessions were ended by someone else",
   site_roles_changed: "Your site roles were changed",
+  channel_added: "A notification channel was added",
 };
 
 /** What the link says of its event, for the page to show (as text). */
@@ -137,8 +138,8 @@ export function NotMePage() {
             <li>The owners of this Herald are told.</li>
           </ul>
           <p>
-            It cannot undo what was already done. After you sign back in, check your passkeys, authenticator app and API tokens in Account, and remove
-            any you do not know.
+            It cannot undo what was already done. After you sign back in, check your passkeys, authenticator app, API tokens, devices and channels in
+            Account, and remove any you do not know.
           </p>
           <ProblemAlert problem={confirm.problem} />
           <div class="row">
