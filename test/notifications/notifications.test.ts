@@ -40,7 +40,7 @@ describe("N9 / N10 templates", () => {
     const user = await createUser();
     const system = await json<Template[]>(await call("GET", "/notifications/templates/system", { token: user.token }));
     expect(system.map((t) => t.name)).toEqual([...system.map((t) => t.name)].sort());
-    expect(system).toHaveLength(19);
+    expect(system).toHaveLength(20);
     const ids = system.map((t) => t.id);
     const customIds: string[] = [TEMPLATE_IDS.custom, TEMPLATE_IDS.broadcast];
     for (const id of Object.values(TEMPLATE_IDS).filter((id) => !customIds.includes(id))) expect(ids).toContain(id);
