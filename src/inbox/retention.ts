@@ -15,10 +15,10 @@ export function inboxLimits(config: Pick<Config, "INBOX_MAX_ITEMS" | "INBOX_RETE
 /**
  * Items removed per alarm run at most. A run is one transaction on the object's single thread, so this bounds how long
  * a request can wait behind it; a sweep with more to do takes the next run, right after, and requests in between. An
- * item removed writes about two and a half pages (its row, and its random id in two indexes: the inbox's and the
- * tombstones'), so every few runs SQLite's commit also checkpoints its write-ahead log and waits for the disk's flush,
- * whatever the page. At 50 a run's own work is about 5 ms and a run with a checkpoint about 20 ms on the bench machine,
- * against 8 and 25–40 at 100 (docs/benchmarks.md, "Export and retention").
+ * item removed writes its row and, for an id that does not sort by time, a page of each of two indexes (the inbox's
+ * and the tombstones'), so every few runs SQLite's commit also checkpoints its write-ahead log and waits for the
+ * disk's flush, whatever the page. At 50 a run's own work is 4–5 ms at the median on the bench machine, its p99 under
+ * 20 ms (docs/benchmarks.md, "Export and retention"); a larger page makes every run longer and no flush shorter.
  */
 export const SWEEP_PAGE = 50;
 /** A sweep for age runs at most once a day: items that expire one by one are removed together, not an alarm each. */
