@@ -79,3 +79,12 @@ export async function expectNoSidewaysScroll(page: Page, label: string): Promise
   }));
   expect(scroll, `${label} is ${scroll}px wide in a ${client}px viewport`).toBeLessThanOrEqual(client);
 }
+
+/** Signs in through the dashboard's own form with a password, and waits for the inbox it opens on. */
+export async function signInOnDashboard(page: Page, url: string, credentials: { email: string; password: string }): Promise<void> {
+  await page.goto(`${url}/#/sign-in`);
+  await page.getByLabel("E-mail").fill(credentials.email);
+  await page.getByLabel("Password").fill(credentials.password);
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await page.getByRole("heading", { name: "Inbox", exact: true }).waitFor();
+}

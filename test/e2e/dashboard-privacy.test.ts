@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { browserAvailable, expectAccessible, expectNoSidewaysScroll, launchBrowser, trackRequests, watchConsole } from "./browser";
+import { browserAvailable, expectAccessible, expectNoSidewaysScroll, launchBrowser, signInOnDashboard, trackRequests, watchConsole } from "./browser";
 import { apiAs, freePort, type RunningHerald, startHerald } from "./herald";
 
 // Account → "Your data" (docs/dashboard.md, "Pages"; the export is docs/privacy.md, "The export") in a real Chromium,
@@ -45,11 +45,7 @@ beforeAll(async () => {
   page = await context.newPage();
   problems = watchConsole(page);
   requests = trackRequests(page);
-  await page.goto(`${herald.url}/#/sign-in`);
-  await page.getByLabel("E-mail").fill(OWNER.email);
-  await page.getByLabel("Password").fill(OWNER.password);
-  await page.getByRole("button", { name: "Sign in", exact: true }).click();
-  await page.getByRole("heading", { name: "Inbox", exact: true }).waitFor();
+  await signInOnDashboard(page, herald.url, OWNER);
   signedInAt = Date.now();
 }, 240_000);
 

@@ -3,7 +3,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TEST_VAPID_KEYS } from "../fixtures/vars";
 import { PushServiceStandIn } from "../peers/push-service";
-import { browserAvailable, expectAccessible, launchBrowser, trackRequests, watchConsole } from "./browser";
+import { browserAvailable, expectAccessible, launchBrowser, signInOnDashboard, trackRequests, watchConsole } from "./browser";
 import { apiAs, freePort, type RunningHerald, startHerald } from "./herald";
 
 // The dashboard as a Web Push client (docs/push.md, "The dashboard"), in a real Chromium against Herald started by
@@ -90,11 +90,7 @@ beforeAll(async () => {
   page = await context.newPage();
   problems = watchConsole(page);
   requests = trackRequests(page);
-  await page.goto(`${herald.url}/#/sign-in`);
-  await page.getByLabel("E-mail").fill(OWNER.email);
-  await page.getByLabel("Password").fill(OWNER.password);
-  await page.getByRole("button", { name: "Sign in", exact: true }).click();
-  await page.getByRole("heading", { name: "Inbox", exact: true }).waitFor();
+  await signInOnDashboard(page, herald.url, OWNER);
 }, 240_000);
 
 afterAll(async () => {

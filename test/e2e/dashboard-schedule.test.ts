@@ -1,7 +1,7 @@
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ScheduleMessages } from "../../src/schedule/messages";
-import { browserAvailable, expectAccessible, expectNoSidewaysScroll, launchBrowser, trackRequests, watchConsole } from "./browser";
+import { browserAvailable, expectAccessible, expectNoSidewaysScroll, launchBrowser, signInOnDashboard, trackRequests, watchConsole } from "./browser";
 import { apiAs, freePort, type RunningHerald, startHerald } from "./herald";
 
 // Preferences → "Quiet hours and digest" (docs/dashboard.md, "Pages"; the rules are docs/schedule.md) in a real
@@ -78,11 +78,7 @@ beforeAll(async () => {
   page = await context.newPage();
   problems = watchConsole(page);
   requests = trackRequests(page);
-  await page.goto(`${herald.url}/#/sign-in`);
-  await page.getByLabel("E-mail").fill(OWNER.email);
-  await page.getByLabel("Password").fill(OWNER.password);
-  await page.getByRole("button", { name: "Sign in", exact: true }).click();
-  await page.getByRole("heading", { name: "Inbox", exact: true }).waitFor();
+  await signInOnDashboard(page, herald.url, OWNER);
 }, 240_000);
 
 afterAll(async () => {

@@ -4,7 +4,7 @@ import { type ErrorBody, Messages } from "../../src/http/errors";
 import { MANDATORY_TEMPLATE_IDS } from "../../src/notifications/templates";
 import { TargetMessages } from "../../src/targets/messages";
 import { type TargetDelivery, TargetStandIns } from "../peers/targets";
-import { browserAvailable, expectAccessible, expectNoSidewaysScroll, launchBrowser, trackRequests, watchConsole } from "./browser";
+import { browserAvailable, expectAccessible, expectNoSidewaysScroll, launchBrowser, signInOnDashboard, trackRequests, watchConsole } from "./browser";
 import { apiAs, freePort, type RunningHerald, startHerald } from "./herald";
 
 // Account → Channels (docs/dashboard.md, "Channels"; the rules are docs/targets.md) in a real Chromium, against Herald
@@ -63,11 +63,7 @@ beforeAll(async () => {
   page = await context.newPage();
   problems = watchConsole(page);
   requests = trackRequests(page);
-  await page.goto(`${herald.url}/#/sign-in`);
-  await page.getByLabel("E-mail").fill(OWNER.email);
-  await page.getByLabel("Password").fill(OWNER.password);
-  await page.getByRole("button", { name: "Sign in", exact: true }).click();
-  await page.getByRole("heading", { name: "Inbox", exact: true }).waitFor();
+  await signInOnDashboard(page, herald.url, OWNER);
   await page.goto(`${herald.url}/#/account`);
   await page.getByRole("heading", { name: "Channels", exact: true }).waitFor();
 }, 240_000);
