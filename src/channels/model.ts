@@ -22,9 +22,16 @@ export function isPersonal(method: DispatchMethod): boolean {
   return PERSONAL_METHODS.includes(method);
 }
 
+const TARGET_PREFIX = "target:";
+
 /** The channel key of one of the user's targets. */
 export function targetChannel(targetId: string): ChannelKey {
-  return `target:${targetId}`;
+  return `${TARGET_PREFIX}${targetId}`;
+}
+
+/** The target a channel key names; undefined for `email` and `push`. */
+export function targetIdOf(channel: string): string | undefined {
+  return channel.startsWith(TARGET_PREFIX) ? channel.slice(TARGET_PREFIX.length) : undefined;
 }
 
 /** The switch that governs a copy, if any: the deployment's webhook and the inbox have none. */

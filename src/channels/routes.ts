@@ -17,7 +17,7 @@ import { describeRoute, type Errors, errors, USER_404 } from "../openapi/describ
 import { resolveUser } from "../users/resolve";
 import { userPath } from "../users/schemas";
 import { ChannelMessages } from "./messages";
-import { targetChannel } from "./model";
+import { targetChannel, targetIdOf } from "./model";
 import { ChannelSwitch, channelsBody } from "./schemas";
 
 /**
@@ -55,7 +55,7 @@ async function switchesOf(db: Database, userId: string): Promise<z.infer<typeof 
 function reaches(template: { mandatory: boolean; externalOnly: boolean }, channel: string): boolean {
   if (channel === "email") return true;
   if (template.externalOnly) return false;
-  return !(template.mandatory && channel.startsWith("target:"));
+  return !(template.mandatory && targetIdOf(channel) !== undefined);
 }
 
 /** The user themself or an owner, like the other notification preferences (docs/api.md, Notifications). */
@@ -111,11 +111,14 @@ export const channelRoutes = new Hono<AppEnv>()
     requireAuth,
     jsonBody(channelsBody),
     async (c) => {
-      const given = c.req.valid("json").map((entry) => ({
-        ...entry,
-        template_id: canonicalId(entry.template_id),
-        channel: entry.channel.startsWith("target:") ? targetChannel(canonicalId(entry.channel.slice(7))) : entry.channel,
-      }));
+      const given = c.req.valid("json").map((entry) => {
+        const target = targetIdOf(entry.channel);
+        return {
+          ...entry,
+          template_id: canonicalId(entry.template_id),
+          channel: target === undefined ? entry.channel : targetChannel(canonicalId(target)),
+        };
+      });
       const user = await targetUser(c, "update");
       const db = dbFor(c, "write");
       const templateIds = [...new Set(given.map((e) => e.template_id))];
@@ -140,7 +143,7 @@ export const channelRoutes = new Hono<AppEnv>()
         const key = `${entry.template_id} ${entry.channel}`;
         if (!template) validations.push({ field: `${i}.template_id`, detail: ChannelMessages.unknownTemplate });
         else if (template.mandatory && !entry.enabled) validations.push({ field: `${i}.enabled`, detail: ChannelMessages.mandatory(template.name) });
-        if (entry.channel.startsWith("target:") && !owned.has(entry.channel)) {
+        if (targetIdOf(entry.channel) !== undefined && !owned.has(entry.channel)) {
           validations.push({ field: `${i}.channel`, detail: ChannelMessages.unknownTarget });
         }
         const earlier = chosen.get(key);
