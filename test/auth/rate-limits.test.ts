@@ -9,25 +9,17 @@ import { Messages } from "../../src/http/errors";
 import { handleScheduled } from "../../src/notifications/background";
 import { TEMPLATE_IDS } from "../../src/notifications/templates";
 import { UserMessages } from "../../src/users/messages";
+import { untilLimited } from "../fixtures/rate-limits";
 import { BASE, call, createUser, expectError, fetchApp } from "../helpers";
 import { requestPasscodeSettled } from "./passcode-helpers";
 
 // Limits on every password check and on minting credentials, on custom notifications, and caps on passcode mail
 // (docs/security.md).
 
-/** Calls until a 429 arrives (at most `tries`); the local limiter counts in clock-aligned windows, hence 2× the limit. */
-async function untilLimited(send: () => Promise<Response>, tries = 24): Promise<Response> {
-  for (let i = 0; i < tries; i++) {
-    const res = await send();
-    if (res.status === 429) return res;
-  }
-  throw new Error(`no 429 after ${tries} requests`);
-}
-
 describe("per-user limits on password checks and credentials (10 a minute)", () => {
   it("POST /users/validate-password", async () => {
     const user = await createUser();
-    const limited = await untilLimited(() =>
+    const limited = await untilLimited(10, () =>
       call("POST", "/users/validate-password", { token: user.token, body: { password: "candidate-password-1" } }),
     );
     expect((await expectError(limited, 429)).message).toBe(Messages.rateLimited(10, "1m0s"));
@@ -35,7 +27,7 @@ describe("per-user limits on password checks and credentials (10 a minute)", () 
 
   it("PUT /users/me/password: the old password cannot be guessed without limit", async () => {
     const user = await createUser();
-    const limited = await untilLimited(() =>
+    const limited = await untilLimited(10, () =>
       call("PUT", "/users/me/password", { token: user.token, body: { old_password: "a-wrong-guess-99", password: "violet-anchor-mountain-73" } }),
     );
     await expectError(limited, 429);
@@ -44,7 +36,7 @@ describe("per-user limits on password checks and credentials (10 a minute)", () 
   it("POST /users/{user}/keys/tokens, counted against the user who will hold the token", async () => {
     const user = await createUser();
     let n = 0;
-    const limited = await untilLimited(() => call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: `t${n++}` } }));
+    const limited = await untilLimited(10, () => call("POST", "/users/me/keys/tokens", { token: user.token, body: { token_name: `t${n++}` } }));
     await expectError(limited, 429);
   });
 
@@ -122,15 +114,12 @@ describe('custom notifications per user (docs/security.md, "What one user can ma
       call("POST", "/notifications/custom", { token, body: { content } });
 
     let accepted = 0;
-    const limited = await untilLimited(
-      async () => {
-        // The session and the API token by turns: the budget is the user's, not a credential's.
-        const res = await custom(accepted % 2 === 0 ? user.token : apiToken);
-        if (res.status === 204) accepted += 1;
-        return res;
-      },
-      2 * CUSTOM_NOTIFICATIONS.limit + 2,
-    );
+    const limited = await untilLimited(CUSTOM_NOTIFICATIONS.limit, async () => {
+      // The session and the API token by turns: the budget is the user's, not a credential's.
+      const res = await custom(accepted % 2 === 0 ? user.token : apiToken);
+      if (res.status === 204) accepted += 1;
+      return res;
+    });
     expect((await expectError(limited, 429)).message).toBe(Messages.rateLimited(CUSTOM_NOTIFICATIONS.limit, "1m0s"));
     expect(limited.headers.get("Retry-After")).toBe(String(CUSTOM_NOTIFICATIONS.periodSeconds));
     expect(accepted).toBeGreaterThanOrEqual(CUSTOM_NOTIFICATIONS.limit);
